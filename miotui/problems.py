@@ -33,6 +33,7 @@ ACTIVATION_MODES = ("PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "P
 FUSION_MODES = {0: "conv+bias+bn+activ", 1: "conv+bn+activ", 2: "bn+activ", 3: "conv+bn",
                 4: "conv+bias+activ", 5: "conv+activ", 6: "conv+bias"}
 FUSION_CONV_MODES = frozenset({0, 1, 3, 4, 5, 6})
+FUSION_BN_MODES = frozenset({0, 1, 2, 3})
 
 
 class ProblemError(ValueError):
@@ -478,7 +479,10 @@ class FusionProblem(_ProblemBase):
         _positive("n", self.n)
         _positive("c", self.c)
         _spatial_tuple("in_spatial", self.in_spatial, 2, 1)
-        _check(self.bn_mode in ("spatial", "per_activation"), f"bn_mode must be spatial or per_activation")
+        if self.fusion_mode not in FUSION_BN_MODES:
+            object.__setattr__(self, "bn_mode", "none")  # the plan has no batch norm
+        _check(self.bn_mode in ("spatial", "per_activation", "none"),
+               "bn_mode must be spatial or per_activation")
         if self.has_conv:
             self.conv  # validates the convolution part
 

@@ -10,7 +10,7 @@ a training log repeats the same calls every iteration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Union
 
 from miotui.problems import Problem
@@ -35,9 +35,6 @@ class Sighting:
     #: (name, value) pairs that belong to this sighting: e.g. ("solver", "ConvBinWinogradRxSf2x3g1"),
     #: ("solver_time_ms", "0.0186"), ("find_db", "GemmFwdRest:5.31,91054080,...").
     annotations: tuple[tuple[str, str], ...] = ()
-    #: Identifies a call seen twice in different forms (its API block and its Command
-    #: line) so the catalog counts it once; see ``miotui.catalog``.
-    call_form: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,10 +58,3 @@ class Undecoded:
 
 
 Event = Union[Sighting, Annotation, Undecoded]
-
-
-@dataclass
-class DecodeResult:
-    """Convenience accumulator for decoders that build several events."""
-
-    events: list[Event] = field(default_factory=list)
