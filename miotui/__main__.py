@@ -1,0 +1,5 @@
+import sys
+
+from miotui.cli import main
+
+sys.exit(main())

@@ -1,0 +1,211 @@
+"""The unique-layer table: one row per distinct problem, with how it was seen.
+
+A training log repeats the same few dozen layers thousands of times, so memory here
+grows with unique layers (plus a bounded list of undecoded lines), never with the
+log's size.  The catalog is written by one scanner thread and read by the UI thread;
+readers get frozen ``LayerSnapshot`` copies and ask only for rows that changed since
+the version they last saw, so the UI can update rows in place.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from miotui.driver import DriverCommandError, to_driver_command
+from miotui.problems import Problem
+
+#: Source lines kept per layer (the first sighting's block or command), for the detail view.
+RAW_LINES_PER_LAYER = 40
+#: Undecoded records kept (all are counted).
+UNDECODED_KEPT = 10_000
+#: Annotation values kept per layer and name (e.g. every solver a Find-Db lists).
+ANNOTATION_VALUES_KEPT = 16
+
+
+@dataclass(frozen=True)
+class LayerSnapshot:
+    index: int
+    problem: Problem
+    executions: int
+    finds: int
+    mentions: int
+    first_line: int
+    last_line: int
+    sources: tuple[str, ...]
+    files: tuple[str, ...]
+    #: latest value per name, in first-seen order
+    annotations: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...]
+    raw: tuple[tuple[int, str], ...]
+    driver_command: str
+    #: every kept value per name (e.g. all find results), for the detail view
+    annotation_history: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.executions + self.finds + self.mentions
+
+    def annotation(self, name: str, default: str = "") -> str:
+        for k, v in self.annotations:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class UndecodedRecord:
+    line: int
+    reason: str
+    text: str
+    file: str = ""
+
+
+class _Row:
+    __slots__ = ("index", "problem", "counts", "first_line", "last_line", "sources", "files",
+                 "annotations", "warnings", "raw", "driver_command", "version", "_snapshot")
+
+    def __init__(self, index: int, problem: Problem, line: int, driver_command: str):
+        self.index = index
+        self.problem = problem
+        self.counts = {"execution": 0, "find": 0, "mention": 0}
+        self.first_line = line
+        self.last_line = line
+        self.sources: dict[str, None] = {}
+        self.files: dict[str, None] = {}
+        self.annotations: dict[str, list[str]] = {}
+        self.warnings: dict[str, None] = {}
+        self.raw: list[tuple[int, str]] = []
+        self.driver_command = driver_command
+        self.version = 0
+        self._snapshot: Optional[LayerSnapshot] = None
+
+    def snapshot(self) -> LayerSnapshot:
+        if self._snapshot is None:
+            self._snapshot = LayerSnapshot(
+                index=self.index, problem=self.problem, executions=self.counts["execution"],
+                finds=self.counts["find"], mentions=self.counts["mention"], first_line=self.first_line,
+                last_line=self.last_line, sources=tuple(self.sources), files=tuple(self.files),
+                annotations=tuple((k, v[-1]) for k, v in self.annotations.items()),
+                warnings=tuple(self.warnings), raw=tuple(self.raw), driver_command=self.driver_command,
+                annotation_history=tuple((k, tuple(v)) for k, v in self.annotations.items()))
+        return self._snapshot
+
+
+class Catalog:
+    """Unique layers keyed by their problem value (op, direction, dtype, layout and shape)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.version = 0
+        self._rows: list[_Row] = []
+        self._by_problem: dict[Problem, _Row] = {}
+        self._undecoded: deque[UndecodedRecord] = deque(maxlen=UNDECODED_KEPT)
+        self.undecoded_count = 0
+        self.lines = 0
+        self.bytes = 0
+        self.started = time.monotonic()
+        self.finished: Optional[float] = None
+
+    # ------------------------------------------------------------------ writing (scanner thread)
+
+    def _touch(self, row: _Row) -> None:
+        self.version += 1
+        row.version = self.version
+        row._snapshot = None
+
+    def row_for(self, problem: Problem, line: int, file: str = "") -> _Row:
+        row = self._by_problem.get(problem)
+        if row is None:
+            try:
+                command = to_driver_command(problem)
+            except DriverCommandError as e:
+                command = ""
+                warning = f"no MIOpenDriver command: {e}"
+            else:
+                warning = ""
+            row = _Row(len(self._rows), problem, line, command)
+            if warning:
+                row.warnings[warning] = None
+            if file:
+                row.files[file] = None
+            self._rows.append(row)
+            self._by_problem[problem] = row
+        return row
+
+    def add_sighting(self, problem: Problem, role: str, source: str, line: int, file: str = "",
+                     warnings: Iterable[str] = (), annotations: Iterable[tuple[str, str]] = (),
+                     raw: Iterable[tuple[int, str]] = (), count: bool = True) -> _Row:
+        """Record one sighting. ``count`` False adds the source without counting the call
+        again (its other form, e.g. the Command line of an API block already counted)."""
+        row = self.row_for(problem, line, file)
+        if count:
+            row.counts[role] += 1
+        row.last_line = max(row.last_line, line)
+        row.sources[source] = None
+        if file:
+            row.files[file] = None
+        for w in warnings:
+            row.warnings[w] = None
+        for name, value in annotations:
+            self._annotate_row(row, name, value)
+        if not row.raw:
+            row.raw = list(raw)[:RAW_LINES_PER_LAYER]
+        self._touch(row)
+        return row
+
+    def _annotate_row(self, row: _Row, name: str, value: str) -> None:
+        values = row.annotations.setdefault(name, [])
+        if value in values:
+            values.remove(value)
+        values.append(value)
+        if len(values) > ANNOTATION_VALUES_KEPT:
+            del values[0]
+
+    def annotate(self, row: _Row, name: str, value: str) -> None:
+        self._annotate_row(row, name, value)
+        self._touch(row)
+
+    def add_undecoded(self, line: int, reason: str, text: str, file: str = "") -> None:
+        self.undecoded_count += 1
+        self._undecoded.append(UndecodedRecord(line, reason, text[:500], file))
+        self.version += 1
+
+    # ------------------------------------------------------------------ reading (any thread)
+
+    def layers(self) -> list[LayerSnapshot]:
+        with self.lock:
+            return [r.snapshot() for r in self._rows]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def changed_since(self, version: int) -> tuple[int, list[LayerSnapshot]]:
+        with self.lock:
+            return self.version, [r.snapshot() for r in self._rows if r.version > version]
+
+    def undecoded(self) -> list[UndecodedRecord]:
+        with self.lock:
+            return list(self._undecoded)
+
+    def most_executed(self) -> list[LayerSnapshot]:
+        """Most executed first, then most found, then first seen: the order users ask for."""
+        return sorted(self.layers(), key=lambda s: (-s.executions, -s.finds, -s.mentions, s.first_line, s.index))
+
+    @property
+    def seconds(self) -> float:
+        end = self.finished if self.finished is not None else time.monotonic()
+        return end - self.started
+
+
+def decode_paths(paths: list[str]) -> Catalog:
+    """Decode files (``.gz`` too; ``-`` is stdin) into one catalog.
+
+    Defined in ``miotui.logs.scan`` (which needs the decoders); re-exported here because
+    callers think of it as "give me the catalog of these logs".
+    """
+    from miotui.logs.scan import decode_paths as _decode_paths
+    return _decode_paths(paths)

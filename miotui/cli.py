@@ -1,0 +1,91 @@
+"""Command-line entry: the app (``miotui [--follow] FILE|-``, ``miotui --demo``) and the
+headless subcommands (``miotui decode``, ``miotui run``).
+
+Only argparse is imported at start-up: ``miotui --help`` must answer at once, so every
+subcommand imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+EPILOG = """headless subcommands:
+  miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
+  miotui run "conv -n 64 -c 3 -H 224 ..." [--backend ...]  run and verify one layer
+  miotui run --log FILE --layer K                          run the K-th layer of a log
+(see `miotui decode --help`, `miotui run --help`)"""
+
+
+def _app_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="miotui", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Live explorer for MIOpen logs: every convolution, pooling, batch-norm and "
+                    "activation call as a row; inspect, reproduce with MIOpenDriver, run and verify.")
+    p.add_argument("paths", nargs="*", metavar="FILE",
+                   help="log file(s) or glob patterns; '-' reads stdin (e.g. python train.py 2>&1 | miotui -)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep reading as the log grows (like tail -F)")
+    p.add_argument("--demo", action="store_true", help="replay a bundled ResNet-50 training log live")
+    p.add_argument("--pid", type=int, help="the training job's process id (default: found from the log's writer)")
+    p.add_argument("--version", action="version", version="miotui " + _version())
+    return p
+
+
+def _version() -> str:
+    from miotui import __version__
+    return __version__
+
+
+def _decode_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="miotui decode",
+                                description="Decode MIOpen logs (any version) into unique layers.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files ('.gz' read transparently; '-' is stdin)")
+    p.add_argument("--format", choices=("table", "json", "csv", "driver"), default="table",
+                   help="table: readable; json: the documented contract; csv: one row per layer; "
+                        "driver: one runnable MIOpenDriver command per layer, most executed first")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    return p
+
+
+def decode_main(argv: Sequence[str]) -> int:
+    ns = _decode_parser().parse_args(argv)
+    from miotui.decode_output import render
+    from miotui.logs.scan import decode_paths
+    try:
+        catalog = decode_paths(ns.paths)
+    except OSError as e:
+        print(f"miotui decode: cannot read {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    text = render(catalog, ns.format)
+    if ns.output:
+        with open(ns.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def run_cli_main(argv: Sequence[str]) -> int:
+    from miotui.run_cli import add_run_parser, run_main
+    top = argparse.ArgumentParser(prog="miotui")
+    sub = top.add_subparsers(dest="command")
+    add_run_parser(sub)
+    ns = top.parse_args(["run", *argv])
+    return run_main(ns)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "decode":
+        return decode_main(args[1:])
+    if args and args[0] == "run":
+        return run_cli_main(args[1:])
+    ns = _app_parser().parse_args(args)
+    if not ns.paths and not ns.demo:
+        if sys.stdin.isatty():
+            _app_parser().print_help()
+            return 2
+        ns.paths = ["-"]
+    from miotui.app import launch
+    return launch(ns.paths, follow=ns.follow, demo=ns.demo, pid=ns.pid)

@@ -1,0 +1,412 @@
+"""Turn a stream of log bytes into catalog entries.
+
+The scanner is the one place that knows about *lines*: it carries partial lines across
+chunks (so the same code serves a file, stdin and a followed log), strips MIOpen's
+line prefix in all its versions (none, ``MIOpen(HIP):``, ``MIOpen(OpenCL):``, bare
+``MIOpen:``, thread id, hostname, elapsed time, date, and foreign text before it),
+assembles API-trace blocks per thread, and hands each piece of text to the decoder
+for its kind.  Decoders never see positions; the scanner adds line numbers and threads.
+
+Speed comes from classifying each distinct line once: a training log repeats the
+same lines every iteration, so the classification of a line is cached by its text.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Optional
+
+from miotui.catalog import Catalog
+from miotui.driver import DriverCommandError, parse_driver_args
+from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+
+#: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
+#: line must not cost 1 MB per cache entry).
+MAX_LINE = 16_384
+#: Distinct lines whose classification is cached (cleared when full).
+LINE_CACHE_SIZE = 200_000
+#: Lines kept per open API block (a block is ~20 lines; more means a lost `}`).
+MAX_BLOCK_LINES = 400
+
+_PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
+_LEAD_TID_RE = re.compile(r"(?:^|[\s|:])(\d+) $")
+_LEVEL_RE = re.compile(r"^(?:\S+ )?(Fatal|Error|Warning|Info2|Info|Trace) \[([^\]]*)\] ?(.*)$", re.S)
+_COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.*)$")
+_OLD_COMMAND_RE = re.compile(r"^\s*(miopen\w+): (\S*MIOpenDriver)\s+(.*)$")
+_BARE_HEADER_RE = re.compile(r"^\s*[\w:<>]+(?: [\w:<>*&]+)*[ *&](~?[\w:]+)\(.*\)\s*(?:const)?\s*\{\s*$")
+_BARE_PARAM_RE = re.compile(r"^\s*([\w.*\[\]>\-]+|\"[^\"]*\") = ?(.*)$")
+_DB_RECORD_RE = re.compile(r"^\d+-\d[\dx-]*-[A-Z0-9]+-[FBW](?:_\w+)?=")
+
+# Line kinds (first element of a classification tuple).
+NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
+    TEXT, DB, OTHER = range(13)
+
+
+def split_prefix(line: str) -> Optional[tuple[str, str]]:
+    """(thread key, body) of a MIOpen-prefixed line, or None for any other line."""
+    m = _PREFIX_RE.search(line)
+    if m is None:
+        return None
+    lead = line[:m.start()]
+    tid = ""
+    if lead:
+        t = _LEAD_TID_RE.search(lead)
+        if t:
+            tid = t.group(1)
+    return tid, line[m.end():]
+
+
+def classify(line: str) -> tuple:
+    """What one line is, independent of context (so the answer can be cached by text)."""
+    split = split_prefix(line) if "MIOpen" in line else None
+    if split is not None:
+        tid, body = split
+        if body.startswith("\t"):
+            name, sep, value = body[1:].partition(" = ")
+            if not sep:
+                stripped = body[1:].rstrip()
+                if stripped.endswith(" ="):
+                    name, value = stripped[:-2], ""
+                else:
+                    return (OTHER, tid)
+            return (PARAM, tid, name.strip(), value)
+        stripped = body.rstrip()
+        if stripped == "}":
+            return (CLOSE, tid)
+        if stripped.endswith("{"):
+            return (HEADER, tid, stripped)
+        if body.startswith("Command ["):
+            m = _COMMAND_RE.match(body.rstrip())
+            if m:
+                return (COMMAND, tid, m.group(1), m.group(3))
+            return (OTHER, tid)
+        m = _LEVEL_RE.match(body)
+        if m:
+            return (LEVEL, tid, m.group(1), m.group(2), m.group(3))
+        return (OTHER, tid)
+    stripped = line.strip()
+    if not stripped:
+        return (NOISE,)
+    if stripped == "}":
+        return (BARE_CLOSE,)
+    if "MIOpenDriver" in line:
+        m = _OLD_COMMAND_RE.match(line)
+        if m:
+            return (OLD_COMMAND, m.group(1), m.group(3))
+    if stripped.endswith("{") and "miopen" in stripped:
+        m = _BARE_HEADER_RE.match(stripped)
+        if m:
+            return (BARE_HEADER, stripped)
+    if " = " in stripped or stripped.endswith(" ="):
+        m = _BARE_PARAM_RE.match(stripped)
+        if m:
+            return (BARE_PARAM, m.group(1), m.group(2))
+    if stripped[0].isdigit() and "=" in stripped and _DB_RECORD_RE.match(stripped):
+        return (DB, stripped)
+    return (TEXT, stripped)
+
+
+class _Block:
+    __slots__ = ("header", "params", "first_line", "raw", "style", "tid")
+
+    def __init__(self, header: str, line_no: int, raw: str, tid: str):
+        self.header = header
+        self.params: list[tuple[str, str]] = []
+        self.first_line = line_no
+        self.raw = [raw]
+        self.style: Optional[str] = None  # "new" (prefixed params) or "old" (bare params)
+        self.tid = tid
+
+
+class LogScanner:
+    """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
+
+    def __init__(self, catalog: Catalog, file: str = ""):
+        self.catalog = catalog
+        self.file = file
+        self.line_no = 0
+        self._carry = b""
+        self._cache: dict[str, tuple] = {}
+        self._blocks: dict[str, _Block] = {}
+        self._orphan: set[str] = set()
+        self._pending: dict[str, list] = {}   # tid -> API-trace sightings awaiting their Command line
+        self._last_row: dict[str, object] = {}
+        self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
+        self._db_cache: dict[str, Optional[list[Event]]] = {}
+        from miotui.logs.dbrecords import decode_db_record
+        from miotui.logs.driver_output import DriverLogTracker
+        from miotui.logs.levels import LevelDecoder
+        from miotui.logs.trace import TraceDecoder
+        self.trace = TraceDecoder()
+        self.levels = LevelDecoder()
+        self.driver = DriverLogTracker()
+        self._decode_db_record = decode_db_record
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, data: bytes) -> None:
+        """Consume bytes; a line split across calls is carried to the next call.
+
+        ``\r`` ends a line (progress bars), ``\r\n`` is one line end even when the
+        two bytes arrive in different chunks.
+        """
+        if not data:
+            return
+        with self.catalog.lock:
+            self.catalog.bytes += len(data)
+            if self._carry == b"\r":  # a line already ended at this "\r"
+                self._carry = b""
+                if data.startswith(b"\n"):
+                    data = data[1:]
+            elif self._carry:
+                data = self._carry + data
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            if cut < 0:
+                self._carry = self._cap(data)
+                return
+            if cut == len(data) - 1 and data[cut] == 13:
+                self._carry = b"\r"
+            else:
+                self._carry = self._cap(data[cut + 1:])
+            body = data[:cut]
+            if body.endswith(b"\r"):
+                body = body[:-1]
+            self._process(body)
+
+    def finish(self) -> None:
+        """End of input: the last unterminated line counts, open blocks are cut short."""
+        with self.catalog.lock:
+            if self._carry and self._carry != b"\r":
+                self._process(self._carry)
+            self._carry = b""
+            for tid, block in list(self._blocks.items()):
+                self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
+                                block.raw[0])
+            self._blocks.clear()
+            for tid, events in self._pending.items():
+                events.clear()
+            self.catalog.finished = time.monotonic()
+
+    @staticmethod
+    def _cap(carry: bytes) -> bytes:
+        return carry if len(carry) <= MAX_LINE * 4 else carry[:MAX_LINE * 4]
+
+    def _process(self, data: bytes) -> None:
+        text = data.decode("utf-8", "replace")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        cache = self._cache
+        n = self.line_no
+        for line in lines:
+            n += 1
+            if len(line) > MAX_LINE:
+                line = line[:MAX_LINE]
+            c = cache.get(line)
+            if c is None:
+                c = classify(line)
+                if len(cache) >= LINE_CACHE_SIZE:
+                    cache.clear()
+                cache[line] = c
+            kind = c[0]
+            if kind == NOISE:
+                continue
+            self.line_no = n
+            self._dispatch(kind, c, line, n)
+        self.line_no = n
+        self.catalog.lines += len(lines)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(self, kind: int, c: tuple, line: str, n: int) -> None:
+        if kind == PARAM:
+            block = self._blocks.get(c[1])
+            if block is None:
+                self._orphan_line(c[1], n, line)
+                return
+            block.style = block.style or "new"
+            if len(block.raw) < MAX_BLOCK_LINES:
+                block.params.append((c[2], c[3]))
+                block.raw.append(line)
+            return
+        if kind == BARE_PARAM:
+            block = self._blocks.get("")
+            if block is not None and block.style != "new":
+                block.style = "old"
+                if len(block.raw) < MAX_BLOCK_LINES:
+                    block.params.append((c[1], c[2]))
+                    block.raw.append(line)
+                return
+            self._text(line, c, n)
+            return
+        if kind == HEADER or kind == BARE_HEADER:
+            tid = c[1] if kind == HEADER else ""
+            header = c[2] if kind == HEADER else c[1]
+            old = self._blocks.get(tid)
+            if old is not None:
+                self._undecoded(old.first_line, "API block cut short: a new block began before its '}'",
+                                old.raw[0])
+            self._orphan.discard(tid)
+            self._pending[tid] = []
+            self._blocks[tid] = _Block(header, n, line, tid)
+            return
+        if kind == CLOSE or kind == BARE_CLOSE:
+            tid = c[1] if kind == CLOSE else ""
+            block = self._blocks.pop(tid, None)
+            if block is None:
+                self._orphan.discard(tid)
+                return
+            block.raw.append(line)
+            self._close_block(block)
+            return
+        if kind == COMMAND:
+            self._command(c[1], c[2], c[3], n, line)
+            return
+        if kind == LEVEL:
+            events = self.levels.decode(c[2], c[3], c[4])
+            if events:
+                self._apply(events, c[1], n, line, "info")
+            return
+        if kind == OLD_COMMAND:
+            self._old_command(c[1], c[2], n, line)
+            return
+        if kind == TEXT or kind == DB:
+            self._text(line, c, n)
+            return
+        # OTHER: MIOpen-prefixed text of no interest (multi-line descriptor dumps etc.)
+
+    def _orphan_line(self, tid: str, n: int, line: str) -> None:
+        if tid not in self._orphan:
+            self._orphan.add(tid)
+            self._undecoded(n, "API block without its header line (log starts mid-block?)", line)
+
+    def _close_block(self, block: _Block) -> None:
+        try:
+            events = self.trace.decode_block(block.header, block.params)
+        except Exception as e:  # a decoder bug must not stop the scan
+            events = [Undecoded(f"trace decoder failed: {type(e).__name__}: {e}")]
+        if events:
+            raw = [(block.first_line + i, text) for i, text in enumerate(block.raw)]
+            self._apply(events, block.tid, block.first_line, block.raw[0], "api-trace", raw)
+
+    def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
+        key = (fn, args, "")
+        events = self._command_cache.get(key)
+        if events is None:
+            events = self._decode_command(args.split(), log_fn=fn, api_name=None,
+                                          find=fn == "LogCmdFindConvolution")
+            self._command_cache[key] = events
+        self._apply(events, tid, n, line, "command")
+
+    def _old_command(self, api: str, args: str, n: int, line: str) -> None:
+        key = ("", args, api)
+        events = self._command_cache.get(key)
+        if events is None:
+            events = self._decode_command(args.split(), log_fn=None, api_name=api, find="Find" in api)
+            self._command_cache[key] = events
+        self._apply(events, "", n, line, "command")
+
+    @staticmethod
+    def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],
+                        find: bool) -> list[Event]:
+        try:
+            parsed = parse_driver_args(tokens, log_fn=log_fn, api_name=api_name)
+        except DriverCommandError as e:
+            return [Undecoded(f"MIOpenDriver command: {e}")]
+        role = "find" if find else "execution"
+        return [Sighting(p, role, "command", parsed.warnings) for p in parsed.problems]
+
+    def _text(self, line: str, c: tuple, n: int) -> None:
+        """Unprefixed text: MIOpenDriver commands and output, db records, or noise."""
+        if c[0] == DB:
+            events = self._db_cache.get(line)
+            if events is None and line not in self._db_cache:
+                try:
+                    events = self._decode_db_record(c[1])
+                except Exception as e:
+                    events = [Undecoded(f"db record decoder failed: {type(e).__name__}: {e}")]
+                if len(self._db_cache) < LINE_CACHE_SIZE:
+                    self._db_cache[line] = events
+            if events:
+                self._apply(events, "", n, line, "db")
+                return
+        try:
+            events = self.driver.feed(line)
+        except Exception as e:
+            events = [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
+        if events is None:
+            if c[0] == TEXT:
+                self._cache[line] = (NOISE,)
+            return
+        if events:
+            self._apply(events, "", n, line, "driver")
+
+    # ------------------------------------------------------------------ events -> catalog
+
+    def _apply(self, events: list[Event], tid: str, n: int, line: str, via: str,
+               raw: Optional[list[tuple[int, str]]] = None) -> None:
+        catalog = self.catalog
+        for ev in events:
+            if type(ev) is Sighting:
+                count = True
+                pending = self._pending.get(tid)
+                if ev.source == "api-trace":
+                    self._pending.setdefault(tid, []).append((ev.problem, ev.role))
+                elif ev.source == "command" and pending:
+                    key = (ev.problem, ev.role)
+                    if key in pending:
+                        # MIOpen printed this call's Command line after its API block: one call.
+                        pending.remove(key)
+                        count = False
+                row = catalog.add_sighting(ev.problem, ev.role, ev.source, n, self.file, ev.warnings,
+                                           ev.annotations, raw or [(n, line)], count=count)
+                self._last_row[tid] = row
+            elif type(ev) is Annotation:
+                if ev.problem is not None:
+                    row = catalog.row_for(ev.problem, n, self.file)
+                else:
+                    row = self._last_row.get(tid)
+                    if row is None:
+                        continue
+                catalog.annotate(row, ev.name, ev.value)
+            else:
+                self._undecoded(n, ev.reason, line)
+
+    def _undecoded(self, n: int, reason: str, text: str) -> None:
+        self.catalog.add_undecoded(n, reason, text, self.file)
+
+
+def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 << 20) -> None:
+    """Read a binary stream to its end into ``catalog``."""
+    scanner = LogScanner(catalog, file)
+    while True:
+        data = stream.read(chunk_size)
+        if not data:
+            break
+        scanner.feed(data)
+    scanner.finish()
+
+
+def open_source(path: str):
+    """A binary stream for a path: ``-`` is stdin, ``.gz`` is decompressed transparently."""
+    import sys
+    if path == "-":
+        return sys.stdin.buffer
+    if path.endswith(".gz"):
+        import gzip
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def decode_paths(paths: list[str], catalog: Optional[Catalog] = None) -> Catalog:
+    """Decode whole files (or stdin) into one catalog; raises OSError for an unreadable path."""
+    catalog = catalog if catalog is not None else Catalog()
+    for path in paths:
+        stream = open_source(path)
+        try:
+            decode_stream(catalog, stream, "" if len(paths) == 1 else path)
+        finally:
+            if path != "-":
+                stream.close()
+    return catalog
