@@ -1,0 +1,298 @@
+"""MIOpen level lines (``Info``/``Info2``/... ``[func] message``) -> events.
+
+At ``MIOPEN_LOG_LEVEL`` 5-6 MIOpen explains what it does with each convolution: which
+algorithm a run uses (``algo = 3, workspace = 0``), what a Find measured and chose
+(``FW Chosen Algorithm: ...``), which Find-Db record it looked up or wrote, which
+invoker it reused.  Several of those lines also *name* the problem, as a Find-Db key
+or a network config (``miopen_formats.md`` §4, §7.3-7.4), which is the only place a
+log of only level lines says what the layer was.  This module turns them into:
+
+* ``Sighting`` for lines that name a problem: a ``mention`` for a Db lookup or write or an
+  invoker registration; an ``execution`` for ``Returning an invoker for problem ... and
+  algorithm ...`` (logged only when a convolution is run) and for the 2026
+  ``LogConvolutionExecution`` line.  A log with ``MIOPEN_ENABLE_LOGGING_CMD`` also has a
+  ``Command`` line for the same call: the scanner must count the two as one;
+* ``Annotation(name, value)`` with no problem for facts about the call the thread
+  made last (the chosen solver, the algorithm a run used);
+* ``Undecoded`` when a problem-naming line cannot be read.
+
+A log repeats the same few lines every iteration, and none of these decodings
+depends on earlier lines, so results are cached by the exact (function, message) text.
+Everything else returns ``[]`` after a couple of string tests, without caching.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from miotui.logs.dbrecords import algorithm_direction, algorithm_number, item_annotations, parse_db_items
+from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+from miotui.logs.keys import ProblemKeyError, decode_db_key, decode_network_config, decode_problem_string
+
+#: Cached decoded messages (cleared when full).
+CACHE_SIZE = 50_000
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_CHOSEN_RE = re.compile(rf"^(FW|BWD|BWrW) Chosen Algorithm: (\S.*?) , (\d+), ({_NUM})\s*$")
+_ALGO_WS_RE = re.compile(r"^algo = (\d+), workspace = (\d+)\s*$")
+_SOLVER_ID_RE = re.compile(r"^solver_id = (\S+?)(?:, workspace = (\d+))?\s*$")
+_SELECTED_RE = re.compile(rf"^Selected: ([^:]+): (.*): ({_NUM}), (?:workspace_sz|workspce_sz) = (\d+)\s*$")
+_FIND_RESULT_RE = re.compile(rf"^(miopen\w+)\t({_NUM})\t(\d+)\s*$")
+_LOOKING_RE = re.compile(r"^Looking for key:? (\S+?)(?: in (?:cache for )?file .*)?\s*$")
+_SETVALUES_RE = re.compile(r"^(\S+?), content (inserted|overwritten|is the same, not changed): ?(.*)$")
+_READ_RECORD_RE = re.compile(r"^Read record (\S+?)=(.*)$")
+_INVOKER_RE = re.compile(r"^Returning an invoker for problem (\S+) and (algorithm|solver) (\S+)\s*$")
+_REGISTERED_RE = re.compile(r"^Invoker registered for algorithm (\S+) and solver (\S+)\s*$")
+_SOLUTION_RE = re.compile(rf"^id: (\d+), algo: (-?\d+), time: ({_NUM}), ws: (\d+), name: (\S+)\s*$")
+_EXEC_FIELD_RE = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
+
+_CHOSEN_FUNCS = frozenset({"FindConvFwdAlgorithm", "FindConvBwdDataAlgorithm", "FindConvBwdWeightsAlgorithm",
+                           "FillFindReturnParameters"})
+_RUN_FUNCS = frozenset({"ConvolutionForward", "ConvolutionBackwardData", "ConvolutionBackwardWeights"})
+
+
+class LevelDecoder:
+    """Stateless apart from its cache; one per scanner."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], list[Event]] = {}
+        self._by_func: dict[str, Callable[[str, str], Optional[list[Event]]]] = {
+            "EvaluateInvokers": self._evaluate_invokers,
+            "DirConvFindCore": self._evaluate_invokers,
+            "LogConvolutionExecution": self._execution,
+            "GetInvoker": self._invoker,
+            "Register": self._registered,
+            "SetValues": self._set_values,
+            "GetValues": self._read_record,
+        }
+
+    def decode(self, level: str, func: str, message: str) -> list[Event]:
+        """Events for one level line; ``[]`` for lines that say nothing about a layer.
+
+        Never raises: a decoding bug becomes an ``Undecoded`` event.
+        """
+        if not message:
+            return []
+        try:
+            handler = self._handler(func, message)
+            if handler is None:
+                return []
+            key = (func, message)
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+            events = handler(func, message.rstrip("\r\n"))
+            if events is None:  # not the line the handler expected: nothing to remember
+                return []
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
+            self._cache[key] = events
+            return events
+        except Exception as e:  # a decoder bug must not stop a scan
+            return [Undecoded(f"level line decoder failed: {type(e).__name__}: {e}")]
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _handler(self, func: str, message: str) -> Optional[Callable[[str, str], Optional[list[Event]]]]:
+        """Pick a handler with cheap tests: the function name, then the message start."""
+        h = self._by_func.get(func)
+        if h is not None:
+            return h
+        c = message[0]
+        if c == "a" and func in _RUN_FUNCS and message.startswith("algo = "):
+            return self._algo_ws
+        if c == "s" and message.startswith("solver_id = ") and "Immediate" in func:
+            return self._solver_id
+        if "Chosen Algorithm" in message and (func in _CHOSEN_FUNCS or func.startswith("FindConv")):
+            return self._chosen
+        if c == "m" and "\t" in message and (func.startswith("FindConv") or func == "FindConvolution"):
+            return self._find_result
+        if c == "L" and message.startswith("Looking for key"):
+            return self._looking
+        if c == "R":
+            if message.startswith("Returning an invoker for problem "):
+                return self._invoker
+            if message.startswith("Read record "):
+                return self._read_record
+        if c == "I" and message.startswith("Invoker registered for algorithm "):
+            return self._registered
+        if c == "i" and message.startswith("id: ") and ", name: " in message:
+            return self._solution
+        if c == "[" and message.startswith("[ConvolutionExecution]"):
+            return self._execution
+        if ", content " in message and (" inserted: " in message or " overwritten: " in message
+                                        or "is the same" in message):
+            return self._set_values
+        if c == "S" and message.startswith("Selected: "):
+            return self._evaluate_invokers
+        return None
+
+    # ------------------------------------------------------------------ annotations for the last call
+
+    @staticmethod
+    def _chosen(func: str, message: str) -> Optional[list[Event]]:
+        m = _CHOSEN_RE.match(message)
+        if m is None:
+            return None
+        return [Annotation("solver", m.group(2).strip()), Annotation("workspace", m.group(3)),
+                Annotation("solver_time_ms", m.group(4))]
+
+    @staticmethod
+    def _algo_ws(func: str, message: str) -> Optional[list[Event]]:
+        m = _ALGO_WS_RE.match(message)
+        if m is None:
+            return None
+        return [Annotation("algorithm", m.group(1)), Annotation("workspace", m.group(2))]
+
+    @staticmethod
+    def _solver_id(func: str, message: str) -> Optional[list[Event]]:
+        m = _SOLVER_ID_RE.match(message)
+        if m is None:
+            return None
+        events: list[Event] = [Annotation("solver", m.group(1))]
+        if m.group(2) is not None:
+            events.append(Annotation("workspace", m.group(2)))
+        return events
+
+    @staticmethod
+    def _evaluate_invokers(func: str, message: str) -> Optional[list[Event]]:
+        if not message.startswith("Selected: "):
+            return None
+        m = _SELECTED_RE.match(message)
+        if m is None:
+            return None
+        return [Annotation("find_result", f"{m.group(1).strip()} {m.group(3)} ms ws={m.group(4)}")]
+
+    @staticmethod
+    def _find_result(func: str, message: str) -> Optional[list[Event]]:
+        m = _FIND_RESULT_RE.match(message)
+        if m is None:
+            return None
+        return [Annotation("find_result", f"{m.group(1)} {m.group(2)} ms ws={m.group(3)}")]
+
+    @staticmethod
+    def _solution(func: str, message: str) -> Optional[list[Event]]:
+        m = _SOLUTION_RE.match(message)
+        if m is None:
+            return None
+        return [Annotation("find_result", f"{m.group(5)} {m.group(3)} ms ws={m.group(4)}")]
+
+    # ------------------------------------------------------------------ lines that name a problem
+
+    @staticmethod
+    def _mention(decode: Callable[[], object], what: str, text: str,
+                 annotations: tuple[tuple[str, str], ...] = (), role: str = "mention") -> list[Event]:
+        try:
+            decoded = decode()
+        except ProblemKeyError as e:
+            return [Undecoded(f"{what} {text[:80]!r}: {e}")]
+        return [Sighting(p, role, "info", decoded.warnings, annotations)  # type: ignore[attr-defined]
+                for p in decoded.problems]  # type: ignore[attr-defined]
+
+    def _looking(self, func: str, message: str) -> Optional[list[Event]]:
+        m = _LOOKING_RE.match(message)
+        if m is None:
+            return None
+        key = m.group(1).strip('"')
+        if not _is_conv_key(key):
+            return None  # batch-norm / fusion / pooling db keys are not conv keys
+        return self._mention(lambda: decode_db_key(key), "Find-Db key", key)
+
+    def _set_values(self, func: str, message: str) -> Optional[list[Event]]:
+        m = _SETVALUES_RE.match(message)
+        if m is None:
+            return None
+        key, values = m.group(1), m.group(3)
+        if not _is_conv_key(key):
+            return None
+        items, item_warnings = parse_db_items(values)
+        return self._with_warnings(self._mention(lambda: decode_db_key(key), "db key", key,
+                                                 item_annotations(items)), item_warnings)
+
+    def _read_record(self, func: str, message: str) -> Optional[list[Event]]:
+        m = _READ_RECORD_RE.match(message)
+        if m is None:
+            return None
+        key, values = m.group(1), m.group(2)
+        if not _is_conv_key(key):
+            return None
+        items, item_warnings = parse_db_items(values)
+        return self._with_warnings(self._mention(lambda: decode_db_key(key), "db key", key,
+                                                 item_annotations(items)), item_warnings)
+
+    @staticmethod
+    def _with_warnings(events: list[Event], extra: list[str]) -> list[Event]:
+        if not extra:
+            return events
+        return [Sighting(e.problem, e.role, e.source, e.warnings + tuple(extra), e.annotations)
+                if isinstance(e, Sighting) else e for e in events]
+
+    def _invoker(self, func: str, message: str) -> Optional[list[Event]]:
+        m = _INVOKER_RE.match(message)
+        if m is None:
+            return None
+        config, kind, name = m.group(1), m.group(2), m.group(3)
+        if not _is_conv_config(config):
+            return None
+        # "... and algorithm <name>" is logged only by the run paths (ConvolutionForward /
+        # BackwardData / BackwardWeights, ExecutePrimitive): the layer is being executed.
+        # "... and solver <name>" also comes from Find-Db validation: only a mention.
+        role = "execution" if kind == "algorithm" else "mention"
+        annotations: tuple[tuple[str, str], ...] = ()
+        hint = None
+        if kind == "algorithm":
+            hint = algorithm_direction(name)
+            number = algorithm_number(name)
+            if number is not None:
+                annotations = (("algorithm", str(number)),)
+        else:
+            annotations = (("solver", name),)
+        return self._mention(lambda: decode_network_config(config, hint), "network config", config, annotations,
+                             role)
+
+    def _registered(self, func: str, message: str) -> Optional[list[Event]]:
+        m = _REGISTERED_RE.match(message)
+        if m is None:
+            return None
+        config = m.group(1)
+        if not _is_conv_config(config):
+            return None
+        return self._mention(lambda: decode_network_config(config), "network config", config)
+
+    @staticmethod
+    def _execution(func: str, message: str) -> Optional[list[Event]]:
+        """``[ConvolutionExecution] Problem="conv ..." Solver="X" Config="..." Time=0.0187``."""
+        if "Problem=" not in message:
+            return None
+        fields = {m.group(1): (m.group(2) if m.group(2) is not None else m.group(3))
+                  for m in _EXEC_FIELD_RE.finditer(message)}
+        problem_text = fields.get("Problem", "")
+        try:
+            decoded = decode_problem_string(problem_text)
+        except ProblemKeyError as e:
+            return [Undecoded(f"LogConvolutionExecution: {e}")]
+        annotations: list[tuple[str, str]] = []
+        solver = fields.get("Solver", "")
+        if solver and solver != "N/A":
+            annotations.append(("solver", solver))
+        time_ms = fields.get("Time", "")
+        if time_ms and re.match(rf"^{_NUM}$", time_ms):
+            annotations.append(("solver_time_ms", time_ms))
+        config = fields.get("Config", "")
+        if config and config != "N/A":
+            annotations.append(("perf_config", f"{solver}:{config}" if solver else config))
+        return [Sighting(p, "execution", "info", decoded.warnings, tuple(annotations))
+                for p in decoded.problems]
+
+
+_CONV_KEY_RE = re.compile(r"^\d+-\d+-\d+-(?:\d+-)?\d+x\d+(?:x\d+)?-")
+_CONV_CONFIG_RE = re.compile(r"^\d+x\d+x\d+x\d+x\d+x")
+
+
+def _is_conv_key(key: str) -> bool:
+    return _CONV_KEY_RE.match(key) is not None
+
+
+def _is_conv_config(config: str) -> bool:
+    return _CONV_CONFIG_RE.match(config) is not None
