@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.problems import Problem
@@ -138,9 +138,11 @@ class Catalog:
 
     def add_sighting(self, problem: Problem, role: str, source: str, line: int, file: str = "",
                      warnings: Iterable[str] = (), annotations: Iterable[tuple[str, str]] = (),
-                     raw: Iterable[tuple[int, str]] = (), count: bool = True) -> _Row:
+                     raw: Optional[Callable[[], Iterable[tuple[int, str]]]] = None,
+                     count: bool = True) -> _Row:
         """Record one sighting. ``count`` False adds the source without counting the call
-        again (its other form, e.g. the Command line of an API block already counted)."""
+        again (its other form, e.g. the Command line of an API block already counted).
+        ``raw`` builds the source-line excerpt; it is called only for a new row."""
         row = self.row_for(problem, line, file)
         if count:
             row.counts[role] += 1
@@ -152,8 +154,8 @@ class Catalog:
             row.warnings[w] = None
         for name, value in annotations:
             self._annotate_row(row, name, value)
-        if not row.raw:
-            row.raw = list(raw)[:RAW_LINES_PER_LAYER]
+        if not row.raw and raw is not None:
+            row.raw = list(raw())[:RAW_LINES_PER_LAYER]
         self._touch(row)
         return row
 

@@ -46,6 +46,20 @@ def render_table(catalog: Catalog) -> str:
     return buf.getvalue()
 
 
+def render_driver_lines(layers: list[LayerSnapshot]) -> str:
+    """One paste-able command per layer, most executed first, its counts as a comment.
+    (The app's export writes a full script around the same commands.)"""
+    out = []
+    for layer in layers:
+        p = layer.problem
+        out.append(f"# {layer.executions} executions, {layer.finds} finds, {layer.mentions} mentions: "
+                   f"{p.op} {p.direction} {p.dtype} {p.layout} (log lines {layer.first_line}-{layer.last_line})")
+        for w in layer.warnings:
+            out.append(f"#   warning: {w}")
+        out.append(layer.driver_command or "#   (MIOpenDriver cannot express this layer)")
+    return "\n".join(out) + "\n" if out else ""
+
+
 def render(catalog: Catalog, fmt: str) -> str:
     if fmt == "table":
         return render_table(catalog)
@@ -58,5 +72,5 @@ def render(catalog: Catalog, fmt: str) -> str:
     if fmt == "csv":
         return export.to_csv(layers)
     if fmt == "driver":
-        return export.to_driver_script(layers)
+        return render_driver_lines(layers)
     raise ValueError(f"unknown format {fmt!r}")

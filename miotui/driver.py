@@ -332,7 +332,7 @@ def _parse_bnorm(base: str, args: Sequence[str], api_name: Optional[str], log_fn
     else:
         raise DriverCommandError(f"batch-norm --forw must be 0, 1 or 2, got {forw}")
     save, running = bool(f.int("s", 0)), bool(f.int("r", 0))
-    if (log_fn or api_name) and "I" not in raw and (save or running):
+    if (log_fn or api_name) and "I" not in raw and save != running:
         save, running = running, save
         warnings.append("MIOpen before the 2025 fix logged -s (saved mean) and -r (running mean) "
                         "swapped; swapped back")

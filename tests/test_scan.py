@@ -65,7 +65,7 @@ def test_not_prefixed(line):
 def test_classify_kinds():
     assert classify("MIOpen(HIP): miopenStatus_t miopenConvolutionForward(miopenHandle_t){")[0] == HEADER
     assert classify("MIOpen(HIP): \txDesc = {1, 2}, {2, 1}, packed, ")[:3] == (PARAM, "", "xDesc")
-    assert classify("MIOpen(HIP): \targs = ")[2:] == ("args", "")
+    assert classify("MIOpen(HIP): \targs = ")[2:4] == ("args", "")
     assert classify("7 MIOpen(HIP): }") == (CLOSE, "7")
     assert classify("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1")[0] == COMMAND
     assert classify("MIOpen(HIP): Info2 [GetInvoker] Returning x")[:4] == (LEVEL, "", "Info2", "GetInvoker")
@@ -175,9 +175,13 @@ def test_decode_cli_driver_and_csv(tmp_path):
     log.write_text(COMMANDS)
     out = subprocess.run([sys.executable, "-m", "miotui", "decode", str(log), "--format", "driver"],
                          capture_output=True, text=True, check=True).stdout
-    commands = [line for line in out.splitlines() if "MIOpenDriver conv" in line]
-    assert "-n 1 " in commands[0] and "-n 2 " in commands[1]  # most executed first
-    assert "3" in out.split(commands[0])[0].splitlines()[-1] or "3" in commands[0]
+    lines = out.splitlines()
+    assert lines == [
+        "# 3 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 1-4)",
+        "MIOpenDriver conv -n 1 -c 3 -H 32 -W 32 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1",
+        "# 1 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 2-2)",
+        "MIOpenDriver conv -n 2 -c 3 -H 32 -W 32 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1",
+    ]
     csv_out = subprocess.run([sys.executable, "-m", "miotui", "decode", str(log), "--format", "csv"],
                              capture_output=True, text=True, check=True).stdout
     assert len(csv_out.strip().splitlines()) == 3

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
@@ -36,11 +36,11 @@ _COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.
 _OLD_COMMAND_RE = re.compile(r"^\s*(miopen\w+): (\S*MIOpenDriver)\s+(.*)$")
 _BARE_HEADER_RE = re.compile(r"^\s*[\w:<>]+(?: [\w:<>*&]+)*[ *&](~?[\w:]+)\(.*\)\s*(?:const)?\s*\{\s*$")
 _BARE_PARAM_RE = re.compile(r"^\s*([\w.*\[\]>\-]+|\"[^\"]*\") = ?(.*)$")
-_DB_RECORD_RE = re.compile(r"^\d+-\d[\dx-]*-[A-Z0-9]+-[FBW](?:_\w+)?=")
+_DB_RECORD_RE = re.compile(r"^\d+-\d[^=\s]*=")
 
 # Line kinds (first element of a classification tuple).
 NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
-    TEXT, DB, OTHER = range(13)
+    TEXT, DB, OTHER, CUT_COMMAND = range(14)
 
 
 def split_prefix(line: str) -> Optional[tuple[str, str]]:
@@ -70,7 +70,8 @@ def classify(line: str) -> tuple:
                     name, value = stripped[:-2], ""
                 else:
                     return (OTHER, tid)
-            return (PARAM, tid, name.strip(), value)
+            name = name.strip()
+            return (PARAM, tid, name, value, (name, value))
         stripped = body.rstrip()
         if stripped == "}":
             return (CLOSE, tid)
@@ -80,7 +81,7 @@ def classify(line: str) -> tuple:
             m = _COMMAND_RE.match(body.rstrip())
             if m:
                 return (COMMAND, tid, m.group(1), m.group(3))
-            return (OTHER, tid)
+            return (CUT_COMMAND, tid)
         m = _LEVEL_RE.match(body)
         if m:
             return (LEVEL, tid, m.group(1), m.group(2), m.group(3))
@@ -130,8 +131,9 @@ class LogScanner:
         self._cache: dict[str, tuple] = {}
         self._blocks: dict[str, _Block] = {}
         self._orphan: set[str] = set()
-        self._pending: dict[str, list] = {}   # tid -> API-trace sightings awaiting their Command line
+        self._pending: dict[str, dict] = {}   # tid -> {(problem, role): sources seen} of its current call
         self._last_row: dict[str, object] = {}
+        self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         from miotui.logs.dbrecords import decode_db_record
@@ -184,8 +186,7 @@ class LogScanner:
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
             self._blocks.clear()
-            for tid, events in self._pending.items():
-                events.clear()
+            self._pending.clear()
             self.catalog.finished = time.monotonic()
 
     @staticmethod
@@ -198,6 +199,7 @@ class LogScanner:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
         cache = self._cache
+        blocks = self._blocks
         n = self.line_no
         for line in lines:
             n += 1
@@ -210,7 +212,14 @@ class LogScanner:
                     cache.clear()
                 cache[line] = c
             kind = c[0]
-            if kind == NOISE:
+            if kind == PARAM:
+                # The hot path: most lines of an API trace are parameters of an open block.
+                block = blocks.get(c[1])
+                if block is not None and block.style == "new" and len(block.raw) < MAX_BLOCK_LINES:
+                    block.params.append(c[4])
+                    block.raw.append(line)
+                    continue
+            elif kind == NOISE:
                 continue
             self.line_no = n
             self._dispatch(kind, c, line, n)
@@ -227,7 +236,7 @@ class LogScanner:
                 return
             block.style = block.style or "new"
             if len(block.raw) < MAX_BLOCK_LINES:
-                block.params.append((c[2], c[3]))
+                block.params.append(c[4])
                 block.raw.append(line)
             return
         if kind == BARE_PARAM:
@@ -248,7 +257,7 @@ class LogScanner:
                 self._undecoded(old.first_line, "API block cut short: a new block began before its '}'",
                                 old.raw[0])
             self._orphan.discard(tid)
-            self._pending[tid] = []
+            self._pending.pop(tid, None)
             self._blocks[tid] = _Block(header, n, line, tid)
             return
         if kind == CLOSE or kind == BARE_CLOSE:
@@ -271,6 +280,9 @@ class LogScanner:
         if kind == OLD_COMMAND:
             self._old_command(c[1], c[2], n, line)
             return
+        if kind == CUT_COMMAND:
+            self._undecoded(n, "Command line without an MIOpenDriver command (cut short?)", line)
+            return
         if kind == TEXT or kind == DB:
             self._text(line, c, n)
             return
@@ -287,7 +299,8 @@ class LogScanner:
         except Exception as e:  # a decoder bug must not stop the scan
             events = [Undecoded(f"trace decoder failed: {type(e).__name__}: {e}")]
         if events:
-            raw = [(block.first_line + i, text) for i, text in enumerate(block.raw)]
+            def raw() -> list[tuple[int, str]]:
+                return [(block.first_line + i, text) for i, text in enumerate(block.raw)]
             self._apply(events, block.tid, block.first_line, block.raw[0], "api-trace", raw)
 
     def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
@@ -345,22 +358,13 @@ class LogScanner:
     # ------------------------------------------------------------------ events -> catalog
 
     def _apply(self, events: list[Event], tid: str, n: int, line: str, via: str,
-               raw: Optional[list[tuple[int, str]]] = None) -> None:
+               raw: Optional[Callable[[], list[tuple[int, str]]]] = None) -> None:
         catalog = self.catalog
         for ev in events:
             if type(ev) is Sighting:
-                count = True
-                pending = self._pending.get(tid)
-                if ev.source == "api-trace":
-                    self._pending.setdefault(tid, []).append((ev.problem, ev.role))
-                elif ev.source == "command" and pending:
-                    key = (ev.problem, ev.role)
-                    if key in pending:
-                        # MIOpen printed this call's Command line after its API block: one call.
-                        pending.remove(key)
-                        count = False
+                count = self._new_call(tid, ev)
                 row = catalog.add_sighting(ev.problem, ev.role, ev.source, n, self.file, ev.warnings,
-                                           ev.annotations, raw or [(n, line)], count=count)
+                                           ev.annotations, raw or (lambda: [(n, line)]), count=count)
                 self._last_row[tid] = row
             elif type(ev) is Annotation:
                 if ev.problem is not None:
@@ -372,6 +376,34 @@ class LogScanner:
                 catalog.annotate(row, ev.name, ev.value)
             else:
                 self._undecoded(n, ev.reason, line)
+
+    def _new_call(self, tid: str, ev: Sighting) -> bool:
+        """Whether this sighting is a new call, or another form of the thread's current call.
+
+        One call can show up as its API block, then MIOpen's Command line for it, then an
+        Info line naming its problem (and, for a driver run, the driver's echo first).
+        Each form may appear once per call: a second Command line for the same problem is
+        the next call.  A new API block always starts a new call.
+        """
+        if ev.source in ("find-db", "perf-db") or ev.role == "mention":
+            return True
+        current = self._pending.get(tid)
+        key = (ev.problem, ev.role)
+        if current:
+            seen = current.get(key)
+            if seen is not None and ev.source not in seen:
+                seen.add(ev.source)
+                return False
+            if seen is None and self._driver_run.get(tid) == ev.problem:
+                # A MIOpenDriver run's own library calls (its Find, then its first run).
+                current[key] = {ev.source}
+                return True
+        self._pending[tid] = {key: {ev.source}}
+        if ev.source == "driver-command":
+            self._driver_run[tid] = ev.problem
+        else:
+            self._driver_run.pop(tid, None)
+        return True
 
     def _undecoded(self, n: int, reason: str, text: str) -> None:
         self.catalog.add_undecoded(n, reason, text, self.file)
