@@ -610,6 +610,9 @@ def parse_driver_args(args: Sequence[str], *, api_name: Optional[str] = None,
     if not args:
         raise DriverCommandError("empty MIOpenDriver command")
     base = args[0]
+    if len(args) == 1 and (api_name or log_fn):
+        raise DriverCommandError(f"MIOpen logged {base!r} without any flags (MIOpen 1.x does this for "
+                                 f"batch-norm backward); the layer is only in the API trace")
     for bases, parser in _PARSERS:
         if base in bases:
             return parser(base, list(args[1:]), api_name, log_fn)

@@ -391,6 +391,13 @@ class LogScanner:
         key = (ev.problem, ev.role)
         if current:
             seen = current.get(key)
+            if seen is None and ev.source == "command":
+                # MIOpen 2.1-5.3 logs the backward-weights *Find* as [LogCmdConvolution]:
+                # a Command line right after an API block of the same problem is that call's.
+                for (problem, _role), sources in current.items():
+                    if problem == ev.problem and "api-trace" in sources and "command" not in sources:
+                        seen = sources
+                        break
             if seen is not None and ev.source not in seen:
                 seen.add(ev.source)
                 return False
