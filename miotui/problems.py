@@ -521,7 +521,19 @@ class FusionProblem(_ProblemBase):
         return 2 * _prod(self.input_shape) * self.element_bytes
 
 
+def _cached_hash(self: _ProblemBase) -> int:
+    """Hash once per value: the catalog looks a problem up for every sighting, and a
+    dataclass hash would rebuild the tuple of all fields each time."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash((self.op,) + tuple(getattr(self, f.name) for f in fields(self)))  # type: ignore[arg-type]
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
 Problem = Union[ConvProblem, PoolProblem, BatchNormProblem, ActivationProblem, LRNProblem,
                 SoftmaxProblem, FusionProblem]
 PROBLEM_TYPES = (ConvProblem, PoolProblem, BatchNormProblem, ActivationProblem, LRNProblem,
                  SoftmaxProblem, FusionProblem)
+for _cls in PROBLEM_TYPES:
+    _cls.__hash__ = _cached_hash  # type: ignore[method-assign]

@@ -203,10 +203,10 @@ class LogScanner:
         n = self.line_no
         for line in lines:
             n += 1
-            if len(line) > MAX_LINE:
-                line = line[:MAX_LINE]
             c = cache.get(line)
             if c is None:
+                if len(line) > MAX_LINE:
+                    line = line[:MAX_LINE]
                 c = classify(line)
                 if len(cache) >= LINE_CACHE_SIZE:
                     cache.clear()
@@ -219,6 +219,15 @@ class LogScanner:
                     block.params.append(c[4])
                     block.raw.append(line)
                     continue
+            elif kind == CLOSE:
+                block = blocks.pop(c[1], None)
+                if block is not None:
+                    block.raw.append(line)
+                    self.line_no = n
+                    self._close_block(block)
+                    continue
+                self._orphan.discard(c[1])
+                continue
             elif kind == NOISE:
                 continue
             self.line_no = n

@@ -162,6 +162,23 @@ def _normalise(value: str) -> str:
     return v
 
 
+_PAIR_KEYS: dict[tuple[str, str], Optional[tuple[str, str]]] = {}
+_PAIR_KEYS_LIMIT = 200_000
+
+
+def _pair_key(pair: tuple[str, str]) -> Optional[tuple[str, str]]:
+    """Cache-key form of one (name, value) parameter, memoised: the scanner hands the same
+    tuple object for every repeat of a line, so most calls are one dict lookup."""
+    key = _PAIR_KEYS.get(pair)
+    if key is None:
+        name, value = pair
+        key = None if name == "handle" else (name, _normalise(value))
+        if len(_PAIR_KEYS) >= _PAIR_KEYS_LIMIT:
+            _PAIR_KEYS.clear()
+        _PAIR_KEYS[pair] = key
+    return key
+
+
 # ----------------------------------------------------------------------------- tensors
 
 def _tensor(p: _Params, what: str, *names: str) -> TensorDesc:
@@ -400,7 +417,7 @@ class TraceDecoder:
             return []
         if name in self._cacheable:
             try:
-                key = (name, tuple((k, _normalise(v)) for k, v in params if k != "handle"))
+                key = (name, tuple(map(_pair_key, params)))
             except (TypeError, ValueError, AttributeError):  # malformed params: decode uncached
                 return self._run(handler, name, params)
             hit = self._cache.get(key)
