@@ -1,0 +1,248 @@
+"""Checks made before a layer runs: is it runnable, and will it fit in memory?
+
+A log can name a layer far larger than the machine reading it (batch 256 of a 3-D
+segmentation network, say), and numpy allocates without asking: an out-of-memory kill
+would take the whole app with it.  So before anything is allocated the runner asks
+:func:`check_memory`, which adds up what the run will hold at its peak (the backend's
+run, the float64 verification reference, the tensors compared) from the shapes alone,
+compares it with what the machine has free (``psutil.virtual_memory().available``,
+less headroom for everything else), and, when it does not fit, says so and suggests the
+largest batch that would: the same layer with fewer images is usually what a user
+wants to look at anyway (``--batch N``).
+
+Nothing here imports numpy or torch at module level; estimates are arithmetic on the
+problem's shapes (the reference's :func:`peak_bytes` replays its chunk plan without
+allocating).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from miotui.problems import (BatchNormProblem, ConvProblem, FusionProblem, Problem, ProblemError,
+                             DTYPE_BYTES)
+
+#: Fraction of the available memory a run may plan to use; the rest is left to the
+#: app, the OS page cache and estimation error.
+HEADROOM_FRACTION = 0.75
+#: Bytes always left free on top of the fraction.
+RESERVE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """The guard's answer.  ``ok`` False means do not run; ``message`` says why and
+    what to do; ``suggested_batch`` is the largest N that fits (0: not even one image)."""
+
+    ok: bool
+    needed_bytes: int
+    available_bytes: int
+    budget_bytes: int
+    message: str = ""
+    suggested_batch: Optional[int] = None
+    where: str = "host"
+
+
+def fmt_bytes(n: float) -> str:
+    """Human-readable size (binary units, as `free -h` prints)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def with_batch(problem: Problem, n: int) -> Problem:
+    """The same layer with ``n`` images (every problem kind has a batch field ``n``).
+
+    Raises ProblemError for a non-positive batch (the problem re-validates itself).
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ProblemError(f"batch must be a positive integer, got {n!r}")
+    return dataclasses.replace(problem, n=n)  # type: ignore[type-var]
+
+
+def validate(problem: object) -> Optional[str]:
+    """Why ``problem`` cannot be run at all, or None.
+
+    Problems are validated when built, so this catches what construction allows but no
+    backend can run: an unknown dtype is run as fp32 (said in the result's note), so only
+    a value that is not a problem at all is refused here.
+    """
+    from miotui.problems import PROBLEM_TYPES
+    if not isinstance(problem, PROBLEM_TYPES):
+        return f"not a layer miotui can run: {type(problem).__name__}"
+    return None
+
+
+# ----------------------------------------------------------------------------- estimates
+
+def _elems(shape: tuple[int, ...]) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def tensor_elems(problem: Problem) -> tuple[int, int]:
+    """(input elements, output elements) of one run, from shapes alone.
+
+    Conv by direction (fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw); batch norm counts
+    x (and dy) plus per-channel parameters; the rest x (and y, dy) -> y or dx.
+    """
+    if isinstance(problem, ConvProblem):
+        x, y, w = _elems(problem.input_shape), _elems(problem.output_shape), _elems(problem.weight_shape)
+        return {"fwd": (x + w, y), "bwd": (y + w, x), "wrw": (x + y, w)}[problem.direction]
+    if isinstance(problem, FusionProblem):
+        x, y = _elems(problem.input_shape), _elems(problem.output_shape)
+        w = _elems(problem.conv.weight_shape) if problem.has_conv else 0
+        return x + w + 8 * max(problem.k, problem.c), y
+    x = _elems(problem.input_shape)
+    y = _elems(problem.output_shape)
+    if isinstance(problem, BatchNormProblem):
+        params = 6 * (x if problem.mode == "per_activation" else problem.c)
+        if problem.direction == "bwd":
+            return 2 * x + params, x + params
+        return x + params, y + params
+    if problem.direction == "bwd":   # x, y, dy -> dx
+        return x + 2 * y, x
+    return x, y
+
+
+def _storage_bytes(problem: Problem) -> int:
+    return {"fp16": 2, "int8": 1, "fp64": 8}.get(problem.dtype, 4)
+
+
+def reference_bytes(problem: Problem, precision: str) -> int:
+    """The reference helper's own peak estimate (its chunk plan replayed)."""
+    from miotui.execute.reference import peak_bytes
+    return int(peak_bytes(problem, precision))
+
+
+def _compare_bytes(problem: Problem) -> int:
+    """verify.compare's temporaries: a few float64 arrays the size of the outputs."""
+    return 3 * 8 * tensor_elems(problem)[1]
+
+
+def torch_bytes(problem: Problem, device: str = "cpu") -> tuple[int, int]:
+    """(host bytes, device bytes) of a torch run.
+
+    Host: the numpy inputs, their torch copies and the output brought back.  Device (or
+    host again on CPU): inputs and output in torch, plus for a convolution the columns
+    of one image per thread (what ATen's CPU fallback allocates; cuDNN/MIOpen limit
+    their workspace themselves).
+    """
+    ins, outs = tensor_elems(problem)
+    item = DTYPE_BYTES.get(problem.dtype, 4)
+    host = (ins + outs) * _storage_bytes(problem) + outs * 4
+    dev = (ins + outs) * max(item, 2) + outs * 4
+    if isinstance(problem, ConvProblem):
+        cg = problem.c // problem.groups if problem.mode != "trans" else problem.k // problem.groups
+        small = problem.in_spatial if problem.mode == "trans" else problem.out_spatial
+        cols = cg * problem.groups * _elems(problem.filter) * _elems(small) * 4
+        threads = 1 if device != "cpu" else min(problem.n, os.cpu_count() or 1)
+        dev += cols * threads
+        if problem.pad_mode != "default":
+            dev += ins * 4   # explicitly padded copy
+    if device == "cpu":
+        return host + dev, 0
+    return host, dev
+
+
+def estimate_bytes(problem: Problem, backend: str, *, verify: bool = True, device: str = "cpu") -> int:
+    """Host bytes a run of ``problem`` on ``backend`` holds at its peak, verification included.
+
+    numpy/numba: the reference's fp32 run plus (when verifying) its fp64 run and the
+    comparison.  Both runs count their inputs, so the sum is conservative by one copy of
+    the inputs.  torch: :func:`torch_bytes` plus the fp64 reference.  miopen-driver: 0
+    (the driver allocates its own buffers, maybe on another machine).
+    """
+    if backend == "miopen-driver":
+        return 0
+    if backend in ("numpy", "numba"):
+        total = reference_bytes(problem, "fp32")
+    elif backend == "torch":
+        total = torch_bytes(problem, device)[0]
+    else:
+        raise ValueError(f"unknown backend {backend!r}")
+    if verify:
+        total += reference_bytes(problem, "fp64") + _compare_bytes(problem)
+    return int(total)
+
+
+def available_memory() -> int:
+    """Bytes the OS says can be allocated without swapping."""
+    import psutil
+    return int(psutil.virtual_memory().available)
+
+
+def budget_for(available: int) -> int:
+    return max(0, int(available * HEADROOM_FRACTION) - RESERVE_BYTES)
+
+
+def largest_batch(problem: Problem, fits: Callable[[Problem], bool]) -> int:
+    """The largest N <= problem.n for which ``fits(problem with N images)``, 0 if none.
+
+    Memory grows with N, so a binary search; each probe is arithmetic only.
+    """
+    lo, hi = 0, problem.n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            ok = fits(with_batch(problem, mid))
+        except ProblemError:
+            ok = False
+        if ok:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_memory(problem: Problem, backend: str, *, verify: bool = True,
+                 available: Optional[int] = None, device: str = "cpu",
+                 device_available: Optional[int] = None) -> MemoryCheck:
+    """Will this run fit?  If not: a message naming the need, the free memory, and the
+    largest batch that fits.  ``available``/``device_available`` override the measured
+    free memory (tests, or a caller that knows better)."""
+    avail = available_memory() if available is None else int(available)
+    budget = budget_for(avail)
+    need = estimate_bytes(problem, backend, verify=verify, device=device)
+    if need > budget:
+        def fits(p: Problem) -> bool:
+            return estimate_bytes(p, backend, verify=verify, device=device) <= budget
+        n = largest_batch(problem, fits)
+        return MemoryCheck(False, need, avail, budget, _refusal(problem, backend, need, avail, n, "memory", verify),
+                           n, "host")
+    if backend == "torch" and device != "cpu":
+        dev_need = torch_bytes(problem, device)[1]
+        dev_avail = device_available
+        if dev_avail is None:
+            dev_avail = _torch_device_free()
+        if dev_avail is not None and dev_need > budget_for(dev_avail):
+            dbudget = budget_for(dev_avail)
+            n = largest_batch(problem, lambda p: torch_bytes(p, device)[1] <= dbudget)
+            return MemoryCheck(False, dev_need, dev_avail, dbudget,
+                               _refusal(problem, backend, dev_need, dev_avail, n, "GPU memory", verify), n, "device")
+    return MemoryCheck(True, need, avail, budget)
+
+
+def _torch_device_free() -> Optional[int]:
+    try:
+        import torch
+        free, _total = torch.cuda.mem_get_info()
+        return int(free)
+    except Exception:
+        return None
+
+
+def _refusal(problem: Problem, backend: str, need: int, avail: int, n: int, what: str,
+             verify: bool = True) -> str:
+    head = (f"not run: {backend} would need about {fmt_bytes(need)} "
+            f"{'(with the float64 verification reference) ' if verify else ''}"
+            f"but only {fmt_bytes(avail)} of {what} is free (keeping {int((1 - HEADROOM_FRACTION) * 100)}% "
+            f"+ {fmt_bytes(RESERVE_BYTES)} headroom)")
+    if n >= 1:
+        return f"{head}; the largest batch that fits is {n} images (run it with --batch {n}; the log's layer has N={problem.n})"
+    return f"{head}; even one image does not fit"

@@ -1,0 +1,273 @@
+"""``miotui run``: run and verify one layer from the command line.
+
+    miotui run "conv -n 64 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -F 1"
+    miotui run "./bin/MIOpenDriver conv ... -F 0"           # every direction the command runs
+    miotui run --log train.log --layer 3 --backend all      # the 3rd layer of `miotui decode`
+    miotui run --backend torch -- conv -n 1 -c 3 -H 8 -W 8  # unquoted, after --
+
+The layer comes from a MIOpenDriver command (as logged, pasted or typed; parsed by
+:func:`miotui.driver.parse_driver_command`) or from a log (the K-th layer in
+``miotui decode``'s order: most executed first).  Exit status: 0 every run ok (and
+verified), 1 a verification failed or a backend could not run, 2 bad usage or a
+command that cannot be parsed.  Heavy modules are imported only when a run starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import threading
+from typing import Any, Optional
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``run`` subcommand to an argparse subparsers object; returns its parser."""
+    from miotui.execute.backends import BACKEND_CHOICES
+    p = subparsers.add_parser(
+        "run", help="run and verify one layer (numpy, numba, torch or MIOpenDriver)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run one layer on a backend, time it, and verify it against a float64 reference.",
+        epilog=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("command", nargs="*", metavar="COMMAND",
+                   help="a MIOpenDriver command, quoted (or unquoted after --); "
+                        "the executable and env assignments may be included")
+    p.add_argument("--log", action="append", metavar="FILE",
+                   help="take the layer from this log (repeatable: several files, one catalog)")
+    p.add_argument("--layer", type=int, metavar="K",
+                   help="with --log: the K-th layer of `miotui decode FILE` (1 = most executed)")
+    p.add_argument("--backend", default="auto", choices=BACKEND_CHOICES,
+                   help="auto (numba where its kernels apply, else numpy), all (every backend, side by side), "
+                        "or one backend (default: auto)")
+    p.add_argument("--iters", type=int, default=10, metavar="N", help="timed iterations (default 10)")
+    p.add_argument("--warmup", type=int, default=1, metavar="N", help="untimed warm-up calls (default 1)")
+    p.add_argument("--batch", type=int, metavar="N", help="run the same layer with N images")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="skip the float64 reference (timing only)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--dump", metavar="DIR",
+                   help="write inputs and outputs as .npy named by MIOpen tensor (x.npy w.npy y.npy ...)")
+    p.add_argument("--driver", metavar="PATH",
+                   help="MIOpenDriver to run (default: $MIOPEN_DRIVER, PATH, /opt/rocm/bin/MIOpenDriver)")
+    p.add_argument("--launcher", metavar="CMD",
+                   help='prefix for MIOpenDriver, split like a shell would, run without one: '
+                        '"ssh gpu-node", "srun -p gpu"')
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="give up on a run after S seconds (default 600)")
+    p.set_defaults(run_main=run_main)
+    return p
+
+
+class UsageError(Exception):
+    """Bad arguments or an unparseable command: exit status 2."""
+
+
+def _problems_from_args(ns: argparse.Namespace) -> tuple[list[Any], list[str], str]:
+    """(problems, warnings, where they came from)."""
+    from miotui.driver import DriverCommandError, parse_driver_command
+    command = list(ns.command or [])
+    if command and ns.log:
+        raise UsageError("give a MIOpenDriver command or --log FILE --layer K, not both")
+    if ns.log:
+        if ns.layer is None:
+            raise UsageError("--log needs --layer K (see `miotui decode FILE` for the numbers)")
+        if ns.layer < 1:
+            raise UsageError(f"--layer counts from 1, got {ns.layer}")
+        from miotui.catalog import decode_paths
+        try:
+            catalog = decode_paths(list(ns.log))
+        except OSError as e:
+            raise UsageError(f"cannot read {e.filename or ns.log[0]}: {e.strerror or e}") from e
+        layers = catalog.most_executed()
+        if not layers:
+            raise UsageError(f"no layers decoded from {', '.join(ns.log)}")
+        if ns.layer > len(layers):
+            raise UsageError(f"--layer {ns.layer}: the log has {len(layers)} unique layer(s)")
+        layer = layers[ns.layer - 1]
+        where = f"layer {ns.layer} of {', '.join(ns.log)} ({layer.executions} executions, line {layer.first_line})"
+        return [layer.problem], list(layer.warnings), where
+    if ns.layer is not None:
+        raise UsageError("--layer needs --log FILE")
+    if not command:
+        raise UsageError('give a MIOpenDriver command ("conv -n 1 -c 3 ...") or --log FILE --layer K')
+    text = command[0] if len(command) == 1 else shlex.join(command)
+    try:
+        parsed = parse_driver_command(text)
+    except DriverCommandError as e:
+        raise UsageError(f"cannot parse the command: {e}") from e
+    except ValueError as e:   # ProblemError: values that describe no real layer
+        raise UsageError(f"invalid layer: {e}") from e
+    if not parsed.problems:
+        raise UsageError("the command runs no layer miotui models")
+    return list(parsed.problems), list(parsed.warnings), "command"
+
+
+def _settings(ns: argparse.Namespace, backend: str, dump_dir: Optional[str]) -> Any:
+    from miotui.execute.backends import RunSettings
+    try:
+        launcher = tuple(shlex.split(ns.launcher)) if ns.launcher else ()
+    except ValueError as e:
+        raise UsageError(f"--launcher: {e}") from e
+    if ns.iters < 1:
+        raise UsageError("--iters must be at least 1")
+    if ns.warmup < 0:
+        raise UsageError("--warmup cannot be negative")
+    if ns.batch is not None and ns.batch < 1:
+        raise UsageError("--batch must be at least 1")
+    if not ns.timeout > 0:
+        raise UsageError("--timeout must be positive")
+    return RunSettings(backend=backend, iters=ns.iters, warmup=ns.warmup, batch=ns.batch, seed=ns.seed,
+                       timeout_s=ns.timeout, driver_path=ns.driver, launcher=launcher, verify=ns.verify,
+                       dump_dir=dump_dir)
+
+
+def run_main(ns: argparse.Namespace) -> int:
+    """Run the layer(s) ``ns`` describes; print a table or JSON; return the exit status."""
+    try:
+        problems, warnings, where = _problems_from_args(ns)
+        _settings(ns, ns.backend, None)  # validate the numeric options before any work
+    except UsageError as e:
+        print(f"miotui run: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    from miotui.execute.backends import BACKENDS
+    from miotui.execute.runner import run_layer
+
+    if ns.backend == "all":
+        names = list(BACKENDS)
+    else:
+        names = [ns.backend]
+    cancel = threading.Event()
+    blocks: list[dict[str, Any]] = []
+    exit_code = EXIT_OK
+    stream_driver = not ns.json and len(names) == 1 and names[0] == "miopen-driver"
+    try:
+        for problem in problems:
+            rows: list[tuple[str, Any, str]] = []   # (backend, result or None, why skipped)
+            for name in names:
+                skip = _skip_reason(name, problem, ns) if ns.backend == "all" else ""
+                if skip:
+                    rows.append((name, None, skip))
+                    continue
+                dump_dir = None
+                if ns.dump:
+                    dump_dir = ns.dump
+                    if len(problems) > 1:
+                        dump_dir = os.path.join(dump_dir, problem.direction)
+                    if len(names) > 1:
+                        dump_dir = os.path.join(dump_dir, name)
+                settings = _settings(ns, name, dump_dir)
+                on_line = (lambda line: print(f"  | {line}", file=sys.stderr)) if stream_driver else None
+                result = run_layer(problem, settings, cancel, on_line)
+                rows.append((name, result, ""))
+                if result.status != "ok":
+                    exit_code = EXIT_FAILED
+            blocks.append({"problem": problem, "rows": rows})
+    except KeyboardInterrupt:
+        cancel.set()
+        print("miotui run: interrupted", file=sys.stderr)
+        return 130
+    except UsageError as e:
+        print(f"miotui run: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.json:
+        print(json.dumps(_json(blocks, warnings, where), indent=1))
+    else:
+        _print_tables(blocks, warnings, where, ns.backend == "all")
+    return exit_code
+
+
+def _skip_reason(name: str, problem: Any, ns: argparse.Namespace) -> str:
+    """With ``--backend all``: why a backend is left out (not installed, or not for this
+    layer); such rows are shown but do not fail the run."""
+    from miotui.execute.backends import RunSettings, find_driver, get_backend
+    if name == "miopen-driver":
+        launcher = tuple(shlex.split(ns.launcher)) if ns.launcher else ()
+        path, why = find_driver(RunSettings(driver_path=ns.driver, launcher=launcher))
+        return "" if path else why
+    b = get_backend(name)
+    return b.unavailable() or b.applies(problem) or ""
+
+
+def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict[str, Any]:
+    from miotui.driver import DriverCommandError, to_driver_command
+    layers = []
+    for block in blocks:
+        p = block["problem"]
+        try:
+            command = to_driver_command(p)
+        except DriverCommandError:
+            command = ""
+        results = []
+        for name, res, skip in block["rows"]:
+            if res is None:
+                results.append({"backend": name, "status": "skipped", "message": skip})
+            else:
+                results.append(res.to_dict())
+        layers.append({"op": p.op, "direction": p.direction, "key": p.key, "problem": p.to_dict(),
+                       "driver_command": command, "results": results})
+    return {"source": where, "warnings": warnings, "layers": layers}
+
+
+def _fmt(v: Optional[float], spec: str = ".3f") -> str:
+    import math
+    if v is None or not math.isfinite(v):
+        return "-"
+    return format(v, spec)
+
+
+def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str, side_by_side: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from miotui.driver import DriverCommandError, to_driver_command
+    # wide enough for the side-by-side table when stdout is a pipe or a file
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+    for w in warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    colors = {"ok": "green", "failed": "red", "error": "red", "refused": "yellow", "cancelled": "yellow",
+              "skipped": "dim"}
+    for block in blocks:
+        p = block["problem"]
+        try:
+            command = to_driver_command(p)
+        except DriverCommandError:
+            command = "(no MIOpenDriver command)"
+        title = f"{p.op} {p.direction} {p.dtype}  {command}"
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for col, just in (("backend", "left"), ("status", "left"), ("median ms", "right"), ("min ms", "right"),
+                          ("GFLOP/s", "right"), ("GB/s", "right"), ("max abs", "right"), ("max rel", "right"),
+                          ("rms_range", "right"), ("error", "right"), ("tolerance", "right"),
+                          ("engine", "left")):
+            table.add_column(col, justify=just)  # type: ignore[arg-type]
+        details: list[str] = []
+        for name, res, skip in block["rows"]:
+            if res is None:
+                table.add_row(name, "[dim]n/a[/]", "-", "-", "-", "-", "-", "-", "-", "-", "-", skip)
+                continue
+            v = res.verification
+            status = res.status
+            table.add_row(name, f"[{colors.get(status, 'white')}]{status}[/]", _fmt(res.median_ms),
+                          _fmt(res.min_ms), _fmt(res.gflops, ".4g"), _fmt(res.gbps, ".4g"),
+                          _fmt(v.max_abs if v else None, ".2e"), _fmt(v.max_rel if v else None, ".2e"),
+                          _fmt(v.rms_range if v else None, ".2e"),
+                          _fmt(getattr(v, "error", None) if v else None, ".2e"),
+                          _fmt(v.tolerance if v else None, ".2e"),
+                          res.engine)
+            line = f"{name}: {res.message}"
+            if res.note:
+                line += f" [{res.note}]"
+            for k, val in res.details:
+                if k in ("solver", "algorithm", "driver verdict", "MIOpen version"):
+                    line += f"; {k} {val}"
+            if res.dumped:
+                line += f"; wrote {len(res.dumped)} files to {os.path.dirname(res.dumped[0])}"
+            details.append(line)
+        console.print(table)
+        for d in details:
+            console.print(f"  {d}", markup=False)
+        console.print(f"  source: {where}", markup=False)
