@@ -55,7 +55,7 @@ def decode_main(argv: Sequence[str]) -> int:
     try:
         catalog = decode_paths(ns.paths)
     except OSError as e:
-        print(f"miotui decode: cannot read {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        print(f"miotui decode: cannot read {e.filename or ' '.join(ns.paths)}: {e.strerror or e}", file=sys.stderr)
         return 2
     text = render(catalog, ns.format)
     if ns.output:

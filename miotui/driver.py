@@ -197,7 +197,7 @@ def _fmt_float(v: float) -> str:
 _CONV_DIRS = {1: ("fwd",), 2: ("bwd",), 4: ("wrw",), 3: ("fwd", "bwd"), 5: ("fwd", "wrw"),
               6: ("bwd", "wrw"), 0: ("fwd", "bwd", "wrw"), 7: ("fwd", "bwd", "wrw")}
 _API_DIRECTION = [("BackwardWeights", "wrw"), ("BackwardData", "bwd"), ("Backward", "bwd"),
-                  ("Forward", "fwd"), ("Inference", "fwd_infer"), ("Training", "fwd_train")]
+                  ("Inference", "fwd_infer"), ("Training", "fwd_train"), ("Forward", "fwd")]
 
 
 def _direction_from_api(api_name: str) -> Optional[str]:
@@ -307,6 +307,8 @@ def _parse_bnorm(base: str, args: Sequence[str], api_name: Optional[str], log_fn
             warnings.append("MIOpen 6.0-6.2 logged the batch-norm mode as -M (the driver has no -M); "
                             "corrected to -m")
         del raw["M"]
+    if log_fn or api_name:
+        _require(raw, "n c H W m", "this batch-norm command line")
     f = _Flags(raw)
     dtype, param_dtype = BNORM_BASES[base]
     d = f.int("D", 0)
@@ -375,6 +377,10 @@ _POOL_MODES = {"max": "max", "avg": "avg", "avg_in": "avg_in", "0": "max", "1": 
 
 def _parse_pool(base: str, args: Sequence[str], api_name: Optional[str], log_fn: Optional[str]) -> ParsedCommand:
     raw, warnings = _split_flags(args, POOL_LONG, strict=bool(log_fn or api_name))
+    if log_fn or api_name:
+        _require(raw, "y x p q u v m", "this pooling command line")
+        if "x" not in raw.get("W", ""):
+            _require(raw, "n c H W", "this pooling command line")
     f = _Flags(raw)
     dtype = POOL_BASES[base]
     tensor = raw.get("W", "")
@@ -463,6 +469,8 @@ def _plain_dirs(f: _Flags, log_fn: Optional[str], api_name: Optional[str]) -> tu
 
 def _parse_activ(base: str, args: Sequence[str], api_name: Optional[str], log_fn: Optional[str]) -> ParsedCommand:
     raw, warnings = _split_flags(args, SIMPLE_LONG, strict=bool(log_fn or api_name))
+    if log_fn:
+        _require(raw, "n c H W m F A B G", "this activation Command line")
     f = _Flags(raw)
     try:
         problems = tuple(ActivationProblem(d, ACTIV_BASES[base], f.int("n", 100), f.int("c", 3),
@@ -485,6 +493,8 @@ def _activ_argv(p: ActivationProblem) -> list[str]:
 
 def _parse_lrn(base: str, args: Sequence[str], api_name: Optional[str], log_fn: Optional[str]) -> ParsedCommand:
     raw, warnings = _split_flags(args, SIMPLE_LONG, strict=bool(log_fn or api_name))
+    if log_fn:
+        _require(raw, "A B F H K N W c m n", "this LRN Command line")
     f = _Flags(raw)
     mode_text = raw.get("m", "within")
     if mode_text in ("0", "1"):
@@ -514,6 +524,8 @@ def _lrn_argv(p: LRNProblem) -> list[str]:
 
 def _parse_softmax(base: str, args: Sequence[str], api_name: Optional[str], log_fn: Optional[str]) -> ParsedCommand:
     raw, warnings = _split_flags(args, SIMPLE_LONG, strict=bool(log_fn or api_name))
+    if log_fn:
+        _require(raw, "n c H W F a m A B", "this softmax Command line")
     f = _Flags(raw)
     try:
         problems = tuple(SoftmaxProblem(d, SOFTMAX_BASES[base], f.int("n", 100), f.int("c", 3),
@@ -546,6 +558,8 @@ def _parse_fusion(base: str, args: Sequence[str], api_name: Optional[str], log_f
         fusion_mode = 5
     else:
         fusion_mode = f.int("F", 0)
+    if log_fn:
+        _require(raw, "n c H W" if fusion_mode == 2 else "n c H W k y x p q u v l j", "this fusion Command line")
     if log_fn and "J" not in raw and base.startswith("CBAInfer"):
         if dtype == "fp16":
             dtype = "bf16"

@@ -13,19 +13,23 @@ same lines every iteration, so the classification of a line is cached by its tex
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
 from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+from miotui.problems import Problem
 
 #: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
 #: line must not cost 1 MB per cache entry).
 MAX_LINE = 16_384
-#: Distinct lines whose classification is cached (cleared when full).
-LINE_CACHE_SIZE = 200_000
+#: Distinct lines whose classification is cached (cleared when full); only lines up to
+#: MAX_CACHED_LINE characters are cached, so the cache stays under ~60 MB whatever the log.
+LINE_CACHE_SIZE = 100_000
+MAX_CACHED_LINE = 512
 #: Lines kept per open API block (a block is ~20 lines; more means a lost `}`).
 MAX_BLOCK_LINES = 400
 
@@ -36,6 +40,7 @@ _COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.
 _OLD_COMMAND_RE = re.compile(r"^\s*(miopen\w+): (\S*MIOpenDriver)\s+(.*)$")
 _BARE_HEADER_RE = re.compile(r"^\s*[\w:<>]+(?: [\w:<>*&]+)*[ *&](~?[\w:]+)\(.*\)\s*(?:const)?\s*\{\s*$")
 _BARE_PARAM_RE = re.compile(r"^\s*([\w.*\[\]>\-]+|\"[^\"]*\") = ?(.*)$")
+_FOREIGN_LEAD_RE = re.compile(r"^(?:[\w.-]+\s+\|\s?|\*\*|>\s)")
 _DB_RECORD_RE = re.compile(r"^\d+-\d[^=\s]*=")
 
 # Line kinds (first element of a classification tuple).
@@ -89,6 +94,12 @@ def classify(line: str) -> tuple:
     stripped = line.strip()
     if not stripped:
         return (NOISE,)
+    lead = _FOREIGN_LEAD_RE.match(stripped)
+    if lead:  # docker-compose "name | ", markdown "**": MIOpen's own text follows
+        stripped = stripped[lead.end():].strip()
+        line = stripped
+        if not stripped:
+            return (NOISE,)
     if stripped == "}":
         return (BARE_CLOSE,)
     if "MIOpenDriver" in line:
@@ -106,6 +117,28 @@ def classify(line: str) -> tuple:
     if stripped[0].isdigit() and "=" in stripped and _DB_RECORD_RE.match(stripped):
         return (DB, stripped)
     return (TEXT, stripped)
+
+
+_GUESS_WARNINGS: frozenset[str] = frozenset()
+
+#: Fields a Command line may not carry although the API block of the same call does.
+_LOSSY_FIELDS = frozenset({"dtype", "param_dtype", "trans_output_pads", "pad_mode", "in_layout",
+                           "fil_layout", "out_layout", "layout"})
+
+
+def call_signature(problem: Problem) -> tuple:
+    """What every form of one call agrees on (see ``LogScanner._sighting``)."""
+    items = [(k, v) for k, v in problem.to_dict().items() if k not in _LOSSY_FIELDS]
+    if getattr(problem, "mode", None) == "trans":  # MIOpen < ROCm 6.1 logged C as -k
+        items = [(k, v) for k, v in items if k != "k"]
+    return (problem.op,) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
+
+
+def _with_dtype(block: Problem, other: Problem) -> Problem:
+    changes = {"dtype": other.dtype}
+    if hasattr(block, "param_dtype"):
+        changes["param_dtype"] = getattr(other, "param_dtype", other.dtype)
+    return dataclasses.replace(block, **changes)
 
 
 class _Block:
@@ -134,12 +167,15 @@ class LogScanner:
         self._pending: dict[str, dict] = {}   # tid -> {(problem, role): sources seen} of its current call
         self._last_row: dict[str, object] = {}
         self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
+        self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         from miotui.logs.dbrecords import decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
-        from miotui.logs.trace import TraceDecoder
+        from miotui.logs.trace import DTYPE_GUESS_WARNING, TraceDecoder
+        global _GUESS_WARNINGS
+        _GUESS_WARNINGS = frozenset({DTYPE_GUESS_WARNING})
         self.trace = TraceDecoder()
         self.levels = LevelDecoder()
         self.driver = DriverLogTracker()
@@ -186,6 +222,8 @@ class LogScanner:
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
             self._blocks.clear()
+            for tid in list(self._held):
+                self._flush_held(tid)
             self._pending.clear()
             self.catalog.finished = time.monotonic()
 
@@ -208,9 +246,10 @@ class LogScanner:
                 if len(line) > MAX_LINE:
                     line = line[:MAX_LINE]
                 c = classify(line)
-                if len(cache) >= LINE_CACHE_SIZE:
-                    cache.clear()
-                cache[line] = c
+                if len(line) <= MAX_CACHED_LINE:
+                    if len(cache) >= LINE_CACHE_SIZE:
+                        cache.clear()
+                    cache[line] = c
             kind = c[0]
             if kind == PARAM:
                 # The hot path: most lines of an API trace are parameters of an open block.
@@ -266,6 +305,7 @@ class LogScanner:
                 self._undecoded(old.first_line, "API block cut short: a new block began before its '}'",
                                 old.raw[0])
             self._orphan.discard(tid)
+            self._flush_held(tid)
             self._pending.pop(tid, None)
             self._blocks[tid] = _Block(header, n, line, tid)
             return
@@ -318,6 +358,8 @@ class LogScanner:
         if events is None:
             events = self._decode_command(args.split(), log_fn=fn, api_name=None,
                                           find=fn == "LogCmdFindConvolution")
+            if len(self._command_cache) >= LINE_CACHE_SIZE:
+                self._command_cache.clear()
             self._command_cache[key] = events
         self._apply(events, tid, n, line, "command")
 
@@ -326,6 +368,8 @@ class LogScanner:
         events = self._command_cache.get(key)
         if events is None:
             events = self._decode_command(args.split(), log_fn=None, api_name=api, find="Find" in api)
+            if len(self._command_cache) >= LINE_CACHE_SIZE:
+                self._command_cache.clear()
             self._command_cache[key] = events
         self._apply(events, "", n, line, "command")
 
@@ -348,7 +392,7 @@ class LogScanner:
                     events = self._decode_db_record(c[1])
                 except Exception as e:
                     events = [Undecoded(f"db record decoder failed: {type(e).__name__}: {e}")]
-                if len(self._db_cache) < LINE_CACHE_SIZE:
+                if len(self._db_cache) < LINE_CACHE_SIZE and len(line) <= MAX_CACHED_LINE * 8:
                     self._db_cache[line] = events
             if events:
                 self._apply(events, "", n, line, "db")
@@ -358,7 +402,7 @@ class LogScanner:
         except Exception as e:
             events = [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
         if events is None:
-            if c[0] == TEXT:
+            if c[0] == TEXT and len(line) <= MAX_CACHED_LINE and len(self._cache) < LINE_CACHE_SIZE:
                 self._cache[line] = (NOISE,)
             return
         if events:
@@ -371,14 +415,15 @@ class LogScanner:
         catalog = self.catalog
         for ev in events:
             if type(ev) is Sighting:
-                count = self._new_call(tid, ev)
-                row = catalog.add_sighting(ev.problem, ev.role, ev.source, n, self.file, ev.warnings,
-                                           ev.annotations, raw or (lambda: [(n, line)]), count=count)
-                self._last_row[tid] = row
+                self._sighting(tid, ev, n, raw or (lambda: [(n, line)]))
             elif type(ev) is Annotation:
                 if ev.problem is not None:
                     row = catalog.row_for(ev.problem, n, self.file)
                 else:
+                    held = self._held.get(tid)
+                    if held is not None:  # belongs to the held call; applied when it is recorded
+                        held[3].append((ev.name, ev.value))
+                        continue
                     row = self._last_row.get(tid)
                     if row is None:
                         continue
@@ -386,40 +431,83 @@ class LogScanner:
             else:
                 self._undecoded(n, ev.reason, line)
 
-    def _new_call(self, tid: str, ev: Sighting) -> bool:
-        """Whether this sighting is a new call, or another form of the thread's current call.
+    def _sighting(self, tid: str, ev: Sighting, n: int, raw: Callable[[], list[tuple[int, str]]]) -> None:
+        """Route one sighting: a new call, or another form of the thread's current call.
 
         One call can show up as its API block, then MIOpen's Command line for it, then an
         Info line naming its problem (and, for a driver run, the driver's echo first).
         Each form may appear once per call: a second Command line for the same problem is
-        the next call.  A new API block always starts a new call.
+        the next call; a new API block always starts a new call.  MIOpen's Command line
+        loses some of what the API block knows (transposed output padding, padding mode,
+        layouts before ROCm 4.3, mixed batch-norm types, old transposed -k) and the block
+        may not know the data type: those forms are matched by ``call_signature``.
         """
+        held = self._held.pop(tid, None)
+        if held is not None:
+            h_ev, h_n, h_raw, h_notes = held
+            if ev.source != "api-trace" and call_signature(h_ev.problem) == call_signature(ev.problem):
+                # The block's data type was guessed; this form of the same call (its Command
+                # line, an Info line, a Find-Db key lookup) knows it.
+                problem = _with_dtype(h_ev.problem, ev.problem)
+                warnings = tuple(w for w in h_ev.warnings if w not in _GUESS_WARNINGS) + ev.warnings
+                self.catalog.add_sighting(problem, h_ev.role, "api-trace", h_n, self.file, warnings,
+                                          h_ev.annotations, h_raw)
+                mention = ev.role == "mention"
+                row = self.catalog.add_sighting(problem, ev.role, ev.source, n, self.file, (),
+                                                tuple(h_notes) + ev.annotations, None, count=mention)
+                self._pending[tid] = {(problem, h_ev.role): {"api-trace"} if mention else {"api-trace", ev.source}}
+                self._driver_run.pop(tid, None)
+                self._last_row[tid] = row
+                return
+            self._add(tid, h_ev, h_n, h_raw, h_notes)
+        if ev.source == "api-trace" and ev.role != "mention" and any(w in _GUESS_WARNINGS for w in ev.warnings):
+            self._held[tid] = (ev, n, raw, [])
+            return
+        self._add(tid, ev, n, raw)
+
+    def _flush_held(self, tid: str) -> None:
+        held = self._held.pop(tid, None)
+        if held is not None:
+            self._add(tid, *held)
+
+    def _add(self, tid: str, ev: Sighting, n: int, raw: Optional[Callable[[], list[tuple[int, str]]]],
+             notes: Sequence[tuple[str, str]] = ()) -> None:
+        target, count = self._new_call(tid, ev)
+        row = self.catalog.add_sighting(target, ev.role, ev.source, n, self.file, ev.warnings,
+                                        tuple(ev.annotations) + tuple(notes), raw, count=count)
+        self._last_row[tid] = row
+
+    def _new_call(self, tid: str, ev: Sighting) -> tuple[Problem, bool]:
+        """(the layer to record it on, whether it is a new call)."""
         if ev.source in ("find-db", "perf-db") or ev.role == "mention":
-            return True
+            return ev.problem, True
         current = self._pending.get(tid)
         key = (ev.problem, ev.role)
         if current:
             seen = current.get(key)
-            if seen is None and ev.source == "command":
-                # MIOpen 2.1-5.3 logs the backward-weights *Find* as [LogCmdConvolution]:
-                # a Command line right after an API block of the same problem is that call's.
+            target = ev.problem
+            if seen is None and ev.source != "api-trace":
+                # MIOpen 2.1-5.3 log the backward-weights *Find* as [LogCmdConvolution], and
+                # Command lines drop fields the API block has: match the call, not the text.
+                signature = call_signature(ev.problem)
                 for (problem, _role), sources in current.items():
-                    if problem == ev.problem and "api-trace" in sources and "command" not in sources:
-                        seen = sources
+                    if "api-trace" in sources and ev.source not in sources and \
+                            (problem == ev.problem or call_signature(problem) == signature):
+                        seen, target = sources, problem
                         break
             if seen is not None and ev.source not in seen:
                 seen.add(ev.source)
-                return False
+                return target, False
             if seen is None and self._driver_run.get(tid) == ev.problem:
                 # A MIOpenDriver run's own library calls (its Find, then its first run).
                 current[key] = {ev.source}
-                return True
+                return ev.problem, True
         self._pending[tid] = {key: {ev.source}}
         if ev.source == "driver-command":
             self._driver_run[tid] = ev.problem
         else:
             self._driver_run.pop(tid, None)
-        return True
+        return ev.problem, True
 
     def _undecoded(self, n: int, reason: str, text: str) -> None:
         self.catalog.add_undecoded(n, reason, text, self.file)
@@ -427,9 +515,17 @@ class LogScanner:
 
 def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 << 20) -> None:
     """Read a binary stream to its end into ``catalog``."""
+    import zlib
     scanner = LogScanner(catalog, file)
     while True:
-        data = stream.read(chunk_size)
+        try:
+            data = stream.read(chunk_size)
+        except (EOFError, zlib.error, OSError) as e:
+            # A truncated or corrupt .gz: keep what was decoded, say why the rest is missing.
+            scanner.finish()
+            with catalog.lock:
+                catalog.add_undecoded(scanner.line_no + 1, f"input could not be read further: {e}", "", file)
+            return
         if not data:
             break
         scanner.feed(data)
