@@ -90,10 +90,10 @@ def test_corrupt_gzip_is_reported_not_a_traceback(name):
 
 def test_line_cache_is_bounded_for_logs_of_distinct_long_lines():
     from miotui.catalog import Catalog
-    from miotui.logs.scan import LINE_CACHE_SIZE, MAX_CACHED_LINE, LogScanner
-    scanner = LogScanner(Catalog())
-    for i in range(3000):
+    from miotui.logs import scan
+    scanner = scan.LogScanner(Catalog())
+    for i in range(20000):
         scanner.feed((f"{i} " + "x" * 2000 + "\n").encode())
         scanner.feed(f"epoch {i} loss 0.{i}\n".encode())
-    assert all(len(k) <= MAX_CACHED_LINE for k in scanner._cache)
-    assert len(scanner._cache) <= LINE_CACHE_SIZE
+    assert sum(len(k) for k in scanner._cache) <= scan.LINE_CACHE_CHARS
+    assert len(scanner._cache) <= scan.LINE_CACHE_SIZE

@@ -26,10 +26,11 @@ from miotui.problems import Problem
 #: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
 #: line must not cost 1 MB per cache entry).
 MAX_LINE = 16_384
-#: Distinct lines whose classification is cached (cleared when full); only lines up to
-#: MAX_CACHED_LINE characters are cached, so the cache stays under ~60 MB whatever the log.
+#: Distinct lines whose classification is cached; the cache is cleared when it holds more
+#: than LINE_CACHE_SIZE lines or LINE_CACHE_CHARS characters, so it stays under ~50 MB
+#: whatever the log (a log of distinct lines just re-classifies them).
 LINE_CACHE_SIZE = 100_000
-MAX_CACHED_LINE = 512
+LINE_CACHE_CHARS = 24_000_000
 #: Lines kept per open API block (a block is ~20 lines; more means a lost `}`).
 MAX_BLOCK_LINES = 400
 
@@ -162,6 +163,7 @@ class LogScanner:
         self.line_no = 0
         self._carry = b""
         self._cache: dict[str, tuple] = {}
+        self._cache_chars = 0
         self._blocks: dict[str, _Block] = {}
         self._orphan: set[str] = set()
         self._pending: dict[str, dict] = {}   # tid -> {(problem, role): sources seen} of its current call
@@ -246,10 +248,11 @@ class LogScanner:
                 if len(line) > MAX_LINE:
                     line = line[:MAX_LINE]
                 c = classify(line)
-                if len(line) <= MAX_CACHED_LINE:
-                    if len(cache) >= LINE_CACHE_SIZE:
-                        cache.clear()
-                    cache[line] = c
+                self._cache_chars += len(line)
+                if len(cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
+                    cache.clear()
+                    self._cache_chars = len(line)
+                cache[line] = c
             kind = c[0]
             if kind == PARAM:
                 # The hot path: most lines of an API trace are parameters of an open block.
@@ -392,7 +395,7 @@ class LogScanner:
                     events = self._decode_db_record(c[1])
                 except Exception as e:
                     events = [Undecoded(f"db record decoder failed: {type(e).__name__}: {e}")]
-                if len(self._db_cache) < LINE_CACHE_SIZE and len(line) <= MAX_CACHED_LINE * 8:
+                if len(self._db_cache) < LINE_CACHE_SIZE and len(line) <= 4096:
                     self._db_cache[line] = events
             if events:
                 self._apply(events, "", n, line, "db")
@@ -402,7 +405,7 @@ class LogScanner:
         except Exception as e:
             events = [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
         if events is None:
-            if c[0] == TEXT and len(line) <= MAX_CACHED_LINE and len(self._cache) < LINE_CACHE_SIZE:
+            if c[0] == TEXT and line in self._cache:
                 self._cache[line] = (NOISE,)
             return
         if events:
