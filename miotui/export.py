@@ -1,0 +1,199 @@
+"""Unique layers out of miotui: a runnable MIOpenDriver script, CSV, and the JSON contract.
+
+Pure functions of catalog snapshots, shared by ``miotui decode --format ...`` and the
+app's export key, so a file written from either is the same.  Also the per-layer
+column values (``layer_columns``) the app's table and the CSV both show, so the two
+never disagree about what "filter" or "output" of a pooling layer means.
+
+The driver script is meant to be run as is (``bash layers.sh``, or ``./layers.sh``
+after the app marks it executable).  Every argument comes from ``to_driver_argv``,
+whose tokens are validated numbers and whitelisted names, and is still passed through
+``shlex.quote``: a log is untrusted input and the script must never let it inject
+shell syntax.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shlex
+from typing import Any, Iterable, Mapping, Sequence
+
+from miotui.driver import DriverCommandError, to_driver_argv
+from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+                             LRNProblem, PoolProblem, SoftmaxProblem)
+
+__all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims"]
+
+
+def dims(values: Iterable[int]) -> str:
+    """``(3, 3)`` -> ``"3x3"``."""
+    return "x".join(str(v) for v in values)
+
+
+def layer_columns(problem: Any) -> dict[str, Any]:
+    """The shape columns of one problem, by column name, as the table and CSV show them.
+
+    ``n c d h w`` are the input tensor's (``d`` empty for 2-D); ``k`` the output
+    channels of a convolution; ``filter`` is the convolution filter, the pooling window
+    or the LRN window; ``mode`` says what kind of the op it is (``trans``, ``max``,
+    ``spatial``, ``RELU`` ...).  Missing values are empty strings.
+    """
+    shape = tuple(getattr(problem, "input_shape", ()))
+    spatial = shape[2:]
+    out: dict[str, Any] = {
+        "n": shape[0] if shape else "", "c": shape[1] if len(shape) > 1 else "",
+        "d": spatial[0] if len(spatial) == 3 else "",
+        "h": spatial[-2] if len(spatial) >= 2 else "", "w": spatial[-1] if spatial else "",
+        "k": "", "filter": "", "pad": "", "stride": "", "dilation": "", "groups": "", "mode": "",
+        "output": dims(getattr(problem, "output_shape", ())),
+    }
+    conv: ConvProblem | None = None
+    if isinstance(problem, ConvProblem):
+        conv = problem
+        mode = problem.mode
+        if problem.pad_mode != "default":
+            mode += f" pad={problem.pad_mode}"
+        if problem.mode == "trans" and any(problem.trans_output_pads):
+            mode += f" adj={dims(problem.trans_output_pads)}"
+        if problem.in_layout != problem.fil_layout or problem.in_layout != problem.out_layout:
+            mode += f" w:{problem.fil_layout} y:{problem.out_layout}"
+        out["mode"] = mode
+    elif isinstance(problem, FusionProblem):
+        out["mode"] = problem.description
+        if problem.has_conv:
+            conv = problem.conv
+    elif isinstance(problem, PoolProblem):
+        out.update(filter=dims(problem.window), pad=dims(problem.pads), stride=dims(problem.strides),
+                   mode=problem.mode)
+    elif isinstance(problem, BatchNormProblem):
+        mode = problem.mode
+        if problem.param_dtype != problem.dtype:
+            mode += f" params:{problem.param_dtype}"
+        out["mode"] = mode
+    elif isinstance(problem, ActivationProblem):
+        out["mode"] = problem.mode_name
+    elif isinstance(problem, LRNProblem):
+        out.update(filter=str(problem.lrn_n), mode=problem.mode)
+    elif isinstance(problem, SoftmaxProblem):
+        out["mode"] = (("fast", "accurate", "log")[problem.algorithm] + " "
+                       + ("instance", "channel")[problem.mode])
+    if conv is not None:
+        out.update(k=conv.k, filter=dims(conv.filter), pad=dims(conv.pads), stride=dims(conv.strides),
+                   dilation=dims(conv.dilations), groups=conv.groups)
+    return out
+
+
+def _driver_argv(problem: Any) -> tuple[list[str] | None, str]:
+    try:
+        return to_driver_argv(problem), ""
+    except DriverCommandError as e:
+        return None, str(e)
+
+
+# ---------------------------------------------------------------------- JSON
+
+
+def layer_json(layer: Any) -> dict[str, Any]:
+    """One layer in the documented JSON shape."""
+    p = layer.problem
+    return {
+        "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
+        "driver_command": layer.driver_command, "executions": layer.executions, "finds": layer.finds,
+        "mentions": layer.mentions, "first_line": layer.first_line, "last_line": layer.last_line,
+        "sources": list(layer.sources), "warnings": list(layer.warnings), "problem": p.to_dict(),
+    }
+
+
+def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--format json`` document: layers (in the order given), undecoded lines, stats.
+
+    ``stats`` must hold ``lines``, ``bytes`` and ``seconds``; only those keys are kept,
+    so the contract stays what the README documents.
+    """
+    return {
+        "layers": [layer_json(layer) for layer in catalog_layers],
+        "undecoded": [{"line": u.line, "reason": u.reason, "text": u.text} for u in undecoded],
+        "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"])},
+    }
+
+
+# ---------------------------------------------------------------------- CSV
+
+CSV_COLUMNS = ("rank", "op", "direction", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
+               "stride", "dilation", "groups", "mode", "output", "executions", "finds", "mentions",
+               "gflop_per_call", "first_line", "last_line", "sources", "files", "solver", "algorithm",
+               "solver_time_ms", "warnings", "driver_command")
+
+
+def to_csv(layers: Sequence[Any]) -> str:
+    """One row per layer, in the order given (``rank`` is the 1-based position)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for rank, layer in enumerate(layers, 1):
+        p = layer.problem
+        cols = layer_columns(p)
+        ann = dict(layer.annotations)
+        row = {
+            "rank": rank, "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
+            **cols, "executions": layer.executions, "finds": layer.finds, "mentions": layer.mentions,
+            "gflop_per_call": f"{p.flops / 1e9:.6g}", "first_line": layer.first_line,
+            "last_line": layer.last_line, "sources": ";".join(layer.sources),
+            "files": ";".join(getattr(layer, "files", ())), "solver": ann.get("solver", ""),
+            "algorithm": ann.get("algorithm", ""), "solver_time_ms": ann.get("solver_time_ms", ""),
+            "warnings": " | ".join(layer.warnings), "driver_command": layer.driver_command,
+        }
+        w.writerow([row[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------------- driver script
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def to_driver_script(layers: Sequence[Any]) -> str:
+    """A bash script running every layer with MIOpenDriver, most executed first.
+
+    The layers are sorted here (executions, then finds, then mentions, descending;
+    first seen first on ties), so callers may pass them in any order.  Each command gets
+    ``-t 1`` (print kernel time) and the script's own arguments, so
+    ``./layers.sh -V 0 -i 100`` passes ``-V 0 -i 100`` to every layer.  The driver binary
+    is ``$MIOPEN_DRIVER`` or ``MIOpenDriver`` on PATH.  A failing layer is reported and
+    the script goes on; its exit status is the number of failures (capped at 255).
+    """
+    ordered = sorted(layers, key=lambda s: (-s.executions, -s.finds, -s.mentions, s.first_line,
+                                            getattr(s, "index", 0)))
+    out = [
+        "#!/usr/bin/env bash",
+        "# MIOpenDriver commands for the unique layers of a MIOpen log, most executed first.",
+        "# Written by miotui. Usage: bash this.sh [extra MIOpenDriver flags, e.g. -V 0 -i 100]",
+        "# The driver is $MIOPEN_DRIVER, else MIOpenDriver on PATH (e.g. /opt/rocm/bin/MIOpenDriver).",
+        'DRIVER="${MIOPEN_DRIVER:-MIOpenDriver}"',
+        "failures=0",
+        "",
+    ]
+    for rank, layer in enumerate(ordered, 1):
+        p = layer.problem
+        shape = dims(getattr(p, "input_shape", ()))
+        out.append(f"# layer {rank}: {p.op} {p.direction} {p.dtype} {p.layout} {shape} - "
+                   f"{_plural(layer.executions, 'execution')}, {_plural(layer.finds, 'find')}, "
+                   f"{_plural(layer.mentions, 'mention')}; log lines {layer.first_line}-{layer.last_line}")
+        for warning in layer.warnings:
+            out.append("#   warning: " + " ".join(warning.split()))
+        argv, why = _driver_argv(p)
+        if argv is None:
+            out.append("#   skipped: " + " ".join(why.split()))
+            out.append("")
+            continue
+        cmd = " ".join(shlex.quote(a) for a in argv)
+        out.append(f'echo "== layer {rank}: {p.op} {p.direction} {p.dtype}" >&2')
+        out.append(f'"$DRIVER" {cmd} -t 1 "$@" || {{ echo "miotui: layer {rank} failed (exit $?)" >&2; '
+                   f'failures=$((failures + 1)); }}')
+        out.append("")
+    out.append('[ "$failures" -gt 0 ] && echo "miotui: $failures layer(s) failed" >&2')
+    out.append('exit $(( failures > 255 ? 255 : failures ))')
+    return "\n".join(out) + "\n"

@@ -1,0 +1,267 @@
+"""Small modal dialogs: pick a sort column, choose how to run a layer, export layers."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
+from textual.widgets.option_list import Option
+
+from miotui.widgets.layer_model import COLUMNS
+
+class ChoiceSet(RadioSet):
+    """A RadioSet where enter means "this one, go" (space still only selects).
+
+    In a dialog the user moves to an option with the arrows and presses enter
+    expecting the dialog to act; a plain RadioSet would only toggle the button.
+    """
+
+    BINDINGS = [Binding("enter", "choose", "Choose", show=False)]
+
+    class Chosen(Message):
+        def __init__(self, choice_set: "ChoiceSet", name: str) -> None:
+            super().__init__()
+            self.choice_set = choice_set
+            self.name = name
+
+        @property
+        def control(self) -> "ChoiceSet":
+            return self.choice_set
+
+    def action_choose(self) -> None:
+        index = self._selected   # the highlighted option (textual 8.2.8's RadioSet keeps it here)
+        if index is None:
+            button = self.pressed_button
+        else:
+            button = list(self.query(RadioButton))[index]
+            if not button.disabled:
+                button.value = True
+        if button is not None and not button.disabled and button.name:
+            self.post_message(self.Chosen(self, button.name))
+
+
+# ---------------------------------------------------------------------- sort
+
+
+class SortScreen(ModalScreen[Optional[str]]):
+    """Pick the column to sort by (the same column again flips the order)."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Close", id="sort.close")]
+
+    def __init__(self, current: str, reverse: bool) -> None:
+        super().__init__(classes="dialog-screen")
+        self.current = current
+        self.reverse = reverse
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Sort by (enter; the current column again flips the order)", classes="dialog-title")
+            options = []
+            for col in COLUMNS:
+                mark = (" ▼" if self.reverse else " ▲") if col.key == self.current else ""
+                text = f"{col.title}{mark}" + (f"  — {col.help}" if col.help else "")
+                options.append(Option(text, id=col.key))
+            ol = OptionList(*options, id="sort-options")
+            yield ol
+
+    def on_mount(self) -> None:
+        ol = self.query_one(OptionList)
+        keys = [c.key for c in COLUMNS]
+        ol.highlighted = keys.index(self.current) if self.current in keys else 0
+        ol.focus()
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+# ---------------------------------------------------------------------- run chooser
+
+CHOICES = (
+    ("auto", "reference (auto: numba where its kernels apply, else numpy)"),
+    ("numpy", "numpy reference"),
+    ("numba", "numba reference"),
+    ("torch", "PyTorch"),
+    ("miopen-driver", "MIOpenDriver (the real binary)"),
+    ("all", "all available, side by side"),
+)
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    backend: str
+    iters: int
+    batch: Optional[int]
+
+
+class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
+    """Choose backend(s), iterations and a batch override for one layer."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="run_chooser.cancel")]
+
+    def __init__(self, title: str, n: int, *, iters: int = 10) -> None:
+        super().__init__(classes="dialog-screen")
+        self.layer_title = title
+        self.n = n
+        self.iters = iters
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="run-dialog"):
+            yield Label(f"Run {self.layer_title}", classes="dialog-title")
+            yield Static("arrows choose, enter runs (tab: iterations and batch first)", classes="dim")
+            with ChoiceSet(id="backend"):
+                for i, (key, text) in enumerate(CHOICES):
+                    yield RadioButton(text, value=i == 0, id=f"backend-{key}", name=key)
+            yield Static("checking which backends are available…", id="availability", classes="dim")
+            with Horizontal(classes="field-row"):
+                yield Label("iterations", classes="field-label")
+                yield Input(str(self.iters), id="iters", type="integer", restrict=r"[0-9]*")
+            with Horizontal(classes="field-row"):
+                yield Label(f"batch (log: {self.n})", classes="field-label")
+                yield Input("", placeholder=f"{self.n}", id="batch", type="integer", restrict=r"[0-9]*")
+            with Horizontal(classes="buttons"):
+                yield Button("Run", variant="primary", id="run")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(RadioSet).focus()
+        self.run_worker(self._check, thread=True, group="availability", exit_on_error=False)
+
+    def _check(self) -> None:
+        try:
+            from miotui.execute.backends import available_backends
+            avail = available_backends()
+        except Exception as e:  # the chooser must open even if a backend module is broken
+            avail = {"numpy": f"backends unavailable: {e}"}
+        self.app.call_from_thread(self._show_availability, avail)
+
+    def _show_availability(self, avail: dict[str, Optional[str]]) -> None:
+        lines = []
+        for key, why in avail.items():
+            try:
+                button = self.query_one(f"#backend-{key}", RadioButton)
+            except Exception:
+                continue
+            if why:
+                button.disabled = True
+                lines.append(f"{key}: {why}")
+        self.query_one("#availability", Static).update("\n".join(lines) if lines else "every backend is available")
+
+    def _choice(self, backend: Optional[str] = None) -> Optional[RunChoice]:
+        if backend is None:
+            button = self.query_one(RadioSet).pressed_button
+            backend = (button.name if button is not None else None) or "auto"
+        try:
+            iters = int(self.query_one("#iters", Input).value or self.iters)
+        except ValueError:
+            iters = self.iters
+        batch_text = self.query_one("#batch", Input).value.strip()
+        batch = int(batch_text) if batch_text.isdigit() and int(batch_text) > 0 else None
+        return RunChoice(backend, max(1, iters), batch)
+
+    @on(Button.Pressed, "#run")
+    def _run(self) -> None:
+        self.dismiss(self._choice())
+
+    @on(ChoiceSet.Chosen, "#backend")
+    def _chosen(self, event: ChoiceSet.Chosen) -> None:
+        self.dismiss(self._choice(event.name))
+
+    @on(Input.Submitted)
+    def _submitted(self) -> None:
+        self.dismiss(self._choice())
+
+    @on(Button.Pressed, "#cancel")
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+# ---------------------------------------------------------------------- export
+
+EXPORT_FORMATS = (("driver", "runnable MIOpenDriver script (.sh)", ".sh"), ("csv", "CSV (.csv)", ".csv"),
+                  ("json", "JSON, the decode contract (.json)", ".json"))
+
+
+@dataclass(frozen=True)
+class ExportChoice:
+    fmt: str
+    path: str
+
+
+def default_export_path(fmt: str, directory: str = ".") -> str:
+    ext = {k: e for k, _, e in EXPORT_FORMATS}[fmt]
+    return os.path.join(directory, "miotui_layers" + ext)
+
+
+class ExportScreen(ModalScreen[Optional[ExportChoice]]):
+    """Export every unique layer (not only the filtered ones) to a file."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="export.cancel")]
+
+    def __init__(self, count: int, directory: str = ".") -> None:
+        super().__init__(classes="dialog-screen")
+        self.count = count
+        self.directory = directory
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="export-dialog"):
+            yield Label(f"Export {self.count:,} unique layers (most executed first)", classes="dialog-title")
+            yield Static("arrows choose, enter exports (space only selects, tab edits the file name)",
+                         classes="dim")
+            with ChoiceSet(id="format"):
+                for i, (key, text, _) in enumerate(EXPORT_FORMATS):
+                    yield RadioButton(text, value=i == 0, name=key, id=f"format-{key}")
+            with Horizontal(classes="field-row"):
+                yield Label("file", classes="field-label")
+                yield Input(default_export_path("driver", self.directory), id="path")
+            with Horizontal(classes="buttons"):
+                yield Button("Export", variant="primary", id="export")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(RadioSet).focus()
+
+    @on(RadioSet.Changed)
+    def _format_changed(self, event: RadioSet.Changed) -> None:
+        fmt = event.pressed.name or "driver"
+        path_input = self.query_one("#path", Input)
+        base, ext = os.path.splitext(path_input.value)
+        if ext in {e for _, _, e in EXPORT_FORMATS} or not ext:
+            path_input.value = base + {k: e for k, _, e in EXPORT_FORMATS}[fmt]
+
+    def _choice(self, fmt: Optional[str] = None) -> Optional[ExportChoice]:
+        if fmt is None:
+            button = self.query_one(RadioSet).pressed_button
+            fmt = (button.name if button is not None else None) or "driver"
+        path = self.query_one("#path", Input).value.strip()
+        if not path:
+            return None
+        base, ext = os.path.splitext(path)
+        exts = {k: e for k, _, e in EXPORT_FORMATS}
+        if ext in exts.values() and ext != exts[fmt]:
+            path = base + exts[fmt]
+        return ExportChoice(fmt, os.path.expanduser(path))
+
+    @on(ChoiceSet.Chosen, "#format")
+    def _chosen(self, event: ChoiceSet.Chosen) -> None:
+        self.dismiss(self._choice(event.name))
+
+    @on(Button.Pressed, "#export")
+    @on(Input.Submitted)
+    def _export(self) -> None:
+        self.dismiss(self._choice())
+
+    @on(Button.Pressed, "#cancel")
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

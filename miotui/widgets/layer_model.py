@@ -1,0 +1,481 @@
+"""The layers table's data: columns, cell text, filtering and sorting (no Textual here).
+
+Why a model separate from the widget: the widget must answer a keypress in well under
+100 ms with 10 000 layers while the log grows, so every cost is paid once and kept:
+
+* a layer's *shape* cells never change (a row is keyed by its problem value), so they
+  are formatted once, when the row first appears;
+* a catalog update touches only the *counter* cells of the rows that changed;
+* the visible order (``view``: filter + op tab + sort) is rebuilt only when a change
+  can affect it, and otherwise new rows are appended (first-seen order is the default);
+* column widths only grow, so the table does not jitter while counters climb.
+
+The filter language (``/`` in the app)::
+
+    conv 3x3              free text: every word must appear in the row
+    op:conv dir:wrw       field:value (prefix match, case-insensitive)
+    dtype:fp16,bf16       a comma means "any of"
+    -op:pool  !dir:fwd    a leading - or ! negates
+    n:>=64 exec:>100      numbers: = != > >= < <= and ranges 32..128
+    filter:3              a dims field also matches when every dimension equals it (3x3, 3x3x3)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from miotui.export import layer_columns
+
+#: Seconds a new row stays highlighted.
+NEW_ROW_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    numeric: bool = False
+    dynamic: bool = False      # changes while the log grows (counters, results)
+    max_width: int = 12
+    optional: bool = False     # shown only when some row has a value (D, file)
+    help: str = ""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("index", "#", numeric=True, max_width=6, help="first-seen order"),
+    Column("file", "file", dynamic=True, max_width=22, optional=True, help="source file (several logs)"),
+    Column("op", "op", max_width=7),
+    Column("dir", "dir", max_width=9, help="direction: fwd, bwd (data), wrw (weights), fwd_train ..."),
+    Column("dtype", "dtype", max_width=7),
+    Column("layout", "layout", max_width=6),
+    Column("n", "N", numeric=True, max_width=6),
+    Column("c", "C", numeric=True, max_width=6),
+    Column("d", "D", numeric=True, max_width=5, optional=True),
+    Column("h", "H", numeric=True, max_width=6),
+    Column("w", "W", numeric=True, max_width=6),
+    Column("k", "K", numeric=True, max_width=6),
+    Column("filter", "filter", max_width=8, help="filter / pooling window"),
+    Column("pad", "pad", max_width=7),
+    Column("stride", "stride", max_width=7),
+    Column("dilation", "dil", max_width=7),
+    Column("groups", "g", numeric=True, max_width=5),
+    Column("mode", "mode", max_width=12),
+    Column("output", "output", max_width=16),
+    Column("executions", "exec", numeric=True, dynamic=True, max_width=13),
+    Column("finds", "find", numeric=True, dynamic=True, max_width=9),
+    Column("gflop", "GFLOP", numeric=True, max_width=8, help="GFLOP per call"),
+    Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm"),
+    Column("solver_ms", "ms", numeric=True, dynamic=True, max_width=9, help="MIOpen's logged time"),
+    Column("run_ms", "run ms", numeric=True, dynamic=True, max_width=9, help="last run: median time"),
+    Column("run_gflops", "GFLOP/s", numeric=True, dynamic=True, max_width=9, help="last run"),
+    Column("verdict", "verdict", dynamic=True, max_width=12, help="last run's verdict"),
+)
+COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
+
+#: Filter field names -> column keys.
+FIELD_ALIASES = {
+    "#": "index", "index": "index", "id": "index", "file": "file", "op": "op", "dir": "dir",
+    "direction": "dir", "dtype": "dtype", "type": "dtype", "layout": "layout", "n": "n", "c": "c", "d": "d",
+    "h": "h", "w": "w", "k": "k", "filter": "filter", "fil": "filter", "window": "filter", "pad": "pad",
+    "stride": "stride", "dil": "dilation", "dilation": "dilation", "g": "groups", "groups": "groups",
+    "group": "groups", "mode": "mode", "out": "output", "output": "output", "exec": "executions",
+    "executions": "executions", "find": "finds", "finds": "finds", "gflop": "gflop", "solver": "solver",
+    "algo": "solver", "ms": "solver_ms", "run": "run_ms", "runms": "run_ms", "gflops": "run_gflops",
+    "verdict": "verdict", "src": "source", "source": "source", "warn": "warnings", "warnings": "warnings",
+}
+DIMS_KEYS = frozenset({"filter", "pad", "stride", "dilation", "output"})
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the row shows about the latest run of the layer."""
+
+    ms: Optional[float]
+    gflops: Optional[float]
+    verdict: str          # ok, FAILED, error, refused, cancelled, running, queued
+    backend: str = ""
+
+
+def _fmt_num(v: Optional[float], digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+class Row:
+    """One layer: its snapshot, its formatted cells and its search text."""
+
+    __slots__ = ("index", "snapshot", "values", "cells", "added", "result", "_search", "version")
+
+    def __init__(self, snapshot: Any, now: float) -> None:
+        self.index: int = snapshot.index
+        self.snapshot = snapshot
+        self.values: dict[str, Any] = {}
+        self.cells: dict[str, str] = {}
+        self.added = now
+        self.result: Optional[RunSummary] = None
+        self._search: Optional[str] = None
+        self.version = 0
+        p = snapshot.problem
+        cols = layer_columns(p)
+        v = self.values
+        v["index"] = snapshot.index
+        v["op"] = p.op
+        v["dir"] = p.direction
+        v["dtype"] = p.dtype
+        v["layout"] = p.layout
+        for key in ("n", "c", "d", "h", "w", "k", "filter", "pad", "stride", "dilation", "groups", "mode", "output"):
+            v[key] = cols[key]
+        v["gflop"] = p.flops / 1e9
+        for key in ("index", "op", "dir", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
+                    "stride", "dilation", "groups", "mode", "output"):
+            self.cells[key] = str(v[key])
+        self.cells["gflop"] = _fmt_num(v["gflop"])
+        self.set_snapshot(snapshot)
+
+    def set_snapshot(self, snapshot: Any) -> None:
+        self.snapshot = snapshot
+        v, cells = self.values, self.cells
+        v["executions"] = snapshot.executions
+        v["finds"] = snapshot.finds
+        cells["executions"] = f"{snapshot.executions:,}" if snapshot.executions else ""
+        cells["finds"] = f"{snapshot.finds:,}" if snapshot.finds else ""
+        files = tuple(getattr(snapshot, "files", ()))
+        if files:
+            name = os.path.basename(files[0])
+            cells["file"] = name if len(files) == 1 else f"{name} +{len(files) - 1}"
+        else:
+            cells["file"] = ""
+        v["file"] = cells["file"]
+        ann = dict(snapshot.annotations)
+        solver = ann.get("solver", "")
+        if not solver and ann.get("algorithm"):
+            solver = f"algo {ann['algorithm']}"
+        v["solver"] = cells["solver"] = solver
+        ms = ann.get("solver_time_ms", "")
+        try:
+            v["solver_ms"] = float(ms) if ms else None
+        except ValueError:
+            v["solver_ms"] = None
+        cells["solver_ms"] = _fmt_num(v["solver_ms"]) if v["solver_ms"] is not None else ms
+        self._search = None
+        self.version += 1
+
+    def set_result(self, result: Optional[RunSummary]) -> None:
+        self.result = result
+        v, cells = self.values, self.cells
+        v["run_ms"] = result.ms if result else None
+        v["run_gflops"] = result.gflops if result else None
+        v["verdict"] = result.verdict if result else ""
+        cells["run_ms"] = _fmt_num(v["run_ms"])
+        cells["run_gflops"] = _fmt_num(v["run_gflops"])
+        cells["verdict"] = v["verdict"]
+        self._search = None
+        self.version += 1
+
+    @property
+    def search_text(self) -> str:
+        if self._search is None:
+            s = self.snapshot
+            parts = [c for c in self.cells.values() if c]
+            parts += list(s.sources) + list(s.warnings) + [s.driver_command]
+            self._search = " ".join(parts).lower()
+        return self._search
+
+    def field_text(self, key: str) -> str:
+        if key == "source":
+            return " ".join(self.snapshot.sources).lower()
+        if key == "warnings":
+            return " ".join(self.snapshot.warnings).lower()
+        return self.cells.get(key, "").lower()
+
+    def sort_value(self, key: str) -> tuple:
+        col = COLUMN_BY_KEY[key]
+        value = self.values.get(key)
+        if col.numeric:
+            if value is None or value == "":
+                return (0, 0.0)
+            return (1, float(value))
+        text = str(value if value is not None else "").lower()
+        return (1 if text else 0, text)
+
+
+# ---------------------------------------------------------------------- filter
+
+_NUM_RE = re.compile(r"^(>=|<=|!=|=|>|<)?\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)$", re.I)
+_RANGE_RE = re.compile(r"^(-?\d+(?:\.\d*)?)\.\.(-?\d+(?:\.\d*)?)$")
+
+Predicate = Callable[[Row], bool]
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    text: str
+    predicates: tuple[Predicate, ...]
+    errors: tuple[str, ...]
+    fields: frozenset[str]     # column keys the filter reads (to know when a change matters)
+
+    def matches(self, row: Row) -> bool:
+        for p in self.predicates:
+            if not p(row):
+                return False
+        return True
+
+    @property
+    def active(self) -> bool:
+        return bool(self.predicates)
+
+
+def _number_predicate(key: str, value: str) -> Optional[Predicate]:
+    m = _RANGE_RE.match(value)
+    if m:
+        lo, hi = float(m.group(1)), float(m.group(2))
+
+        def in_range(row: Row) -> bool:
+            v = row.values.get(key)
+            return isinstance(v, (int, float)) and lo <= v <= hi
+        return in_range
+    m = _NUM_RE.match(value)
+    if not m:
+        return None
+    op = m.group(1) or "="
+    target = float(m.group(2))
+    compare = {"=": lambda v: v == target, "!=": lambda v: v != target, ">": lambda v: v > target,
+               ">=": lambda v: v >= target, "<": lambda v: v < target, "<=": lambda v: v <= target}[op]
+
+    def num(row: Row) -> bool:
+        v = row.values.get(key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return op == "!="
+        return compare(v)
+    return num
+
+
+def _text_predicate(key: str, value: str) -> Predicate:
+    alternatives = [a for a in value.lower().split(",") if a]
+    dims_key = key in DIMS_KEYS
+
+    def text(row: Row) -> bool:
+        cell = row.field_text(key)
+        for a in alternatives:
+            if cell.startswith(a):
+                return True
+            if dims_key and cell and all(part == a for part in cell.split("x")):
+                return True
+            if key in ("source", "warnings", "solver", "mode", "file") and a in cell:
+                return True
+        return False
+    return text
+
+
+def parse_filter(text: str) -> FilterSpec:
+    """Compile a filter; unknown fields and bad numbers become errors (and are ignored)."""
+    preds: list[Predicate] = []
+    errors: list[str] = []
+    fields: set[str] = set()
+    for token in text.split():
+        negate = False
+        if token[0] in "-!" and len(token) > 1:
+            negate, token = True, token[1:]
+        name, sep, value = token.partition(":")
+        pred: Optional[Predicate]
+        if sep and name.lower() in FIELD_ALIASES:
+            key = FIELD_ALIASES[name.lower()]
+            if not value:
+                errors.append(f"{name}: needs a value")
+                continue
+            col = COLUMN_BY_KEY.get(key)
+            fields.add(key)
+            if col is not None and col.numeric:
+                pred = _number_predicate(key, value)
+                if pred is None:
+                    errors.append(f"{name}:{value}: not a number or comparison (e.g. {name}:>=64, {name}:32..128)")
+                    continue
+            else:
+                pred = _text_predicate(key, value)
+        elif sep and name and not value.startswith("/"):
+            errors.append(f"unknown field {name!r}")
+            continue
+        else:
+            needle = token.lower()
+            fields.add("*")
+
+            def pred(row: Row, needle: str = needle) -> bool:
+                return needle in row.search_text
+        if negate:
+            inner = pred
+
+            def pred(row: Row, inner: Predicate = inner) -> bool:  # type: ignore[no-redef]
+                return not inner(row)
+        preds.append(pred)
+    return FilterSpec(text, tuple(preds), tuple(errors), frozenset(fields))
+
+
+# ---------------------------------------------------------------------- the model
+
+@dataclass(frozen=True)
+class UpdateInfo:
+    new: tuple[int, ...]
+    changed: tuple[int, ...]
+    view_changed: bool
+
+
+class LayerTableModel:
+    """Rows by layer index, plus the current view (the visible indices, in order)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rows: dict[int, Row] = {}
+        self.view: list[int] = []
+        self._pos: Optional[dict[int, int]] = None
+        self.sort_key = "index"
+        self.sort_reverse = False
+        self.filter = parse_filter("")
+        self.op_kind: Optional[str] = None
+        self.widths: dict[str, int] = {c.key: len(c.title) for c in COLUMNS}
+        self.has_value: set[str] = set()
+        self.op_counts: dict[str, int] = {}
+        self.clock = clock
+
+    # ------------------------------------------------------------------ updates
+
+    def update(self, snapshots: Iterable[Any]) -> UpdateInfo:
+        now = self.clock()
+        new: list[int] = []
+        changed: list[int] = []
+        for snap in snapshots:
+            row = self.rows.get(snap.index)
+            if row is None:
+                row = Row(snap, now)
+                self.rows[snap.index] = row
+                self.op_counts[row.values["op"]] = self.op_counts.get(row.values["op"], 0) + 1
+                new.append(snap.index)
+            else:
+                row.set_snapshot(snap)
+                changed.append(snap.index)
+            self._grow_widths(row)
+        view_changed = self._after_change(new, changed)
+        return UpdateInfo(tuple(new), tuple(changed), view_changed)
+
+    def set_result(self, index: int, result: Optional[RunSummary]) -> bool:
+        row = self.rows.get(index)
+        if row is None:
+            return False
+        row.set_result(result)
+        self._grow_widths(row)
+        return self._after_change([], [index])
+
+    def _grow_widths(self, row: Row) -> None:
+        widths = self.widths
+        for key, text in row.cells.items():
+            if text:
+                self.has_value.add(key)
+                n = len(text)
+                if n > widths[key]:
+                    widths[key] = min(n, COLUMN_BY_KEY[key].max_width)
+
+    def _after_change(self, new: list[int], changed: list[int]) -> bool:
+        """Keep ``view`` right after rows changed; True when the visible order changed."""
+        if not new and not changed:
+            return False
+        order_fields = {self.sort_key} | set(self.filter.fields)
+        dynamic_matters = any(COLUMN_BY_KEY.get(k, Column(k, k, dynamic=True)).dynamic or k == "*"
+                              or k in ("source", "warnings") for k in order_fields)
+        if changed and dynamic_matters:
+            self._rebuild()
+            return True
+        if not new:
+            return False
+        fast = self.sort_key == "index" and not self.sort_reverse
+        accepted = [i for i in sorted(new) if self._accepts(self.rows[i])]
+        if not accepted:
+            return False
+        if fast and (not self.view or accepted[0] > self.view[-1]):
+            pos = self._pos
+            for i in accepted:
+                if pos is not None:
+                    pos[i] = len(self.view)
+                self.view.append(i)
+            return True
+        self._rebuild()
+        return True
+
+    def _accepts(self, row: Row) -> bool:
+        if self.op_kind is not None and row.values["op"] != self.op_kind:
+            return False
+        return self.filter.matches(row)
+
+    def _rebuild(self) -> None:
+        # First-seen order first, then a stable sort: equal values keep that order both ways.
+        rows = [r for _, r in sorted(self.rows.items()) if self._accepts(r)]
+        key = self.sort_key
+        rows.sort(key=lambda r: r.sort_value(key), reverse=self.sort_reverse)
+        self.view = [r.index for r in rows]
+        self._pos = None
+
+    # ------------------------------------------------------------------ view controls
+
+    def set_filter(self, text: str) -> FilterSpec:
+        self.filter = parse_filter(text)
+        self._rebuild()
+        return self.filter
+
+    def set_op_kind(self, op: Optional[str]) -> None:
+        self.op_kind = op
+        self._rebuild()
+
+    def set_sort(self, key: str, reverse: Optional[bool] = None) -> None:
+        if key not in COLUMN_BY_KEY:
+            raise KeyError(key)
+        if reverse is None:
+            # Same column again flips the order; a new column starts with the useful order
+            # (biggest first for numbers, A-Z for text).
+            reverse = (not self.sort_reverse) if key == self.sort_key else COLUMN_BY_KEY[key].numeric
+        self.sort_key, self.sort_reverse = key, reverse
+        self._rebuild()
+
+    def position(self, index: int) -> Optional[int]:
+        if self._pos is None:
+            self._pos = {idx: i for i, idx in enumerate(self.view)}
+        return self._pos.get(index)
+
+    def visible_columns(self) -> list[Column]:
+        return [c for c in COLUMNS if not c.optional or c.key in self.has_value]
+
+    def newest_index(self) -> Optional[int]:
+        """The most recently first-seen layer that the view shows."""
+        if not self.view:
+            return None
+        if self.sort_key == "index" and not self.sort_reverse:
+            return self.view[-1]
+        return max(self.view)
+
+    def is_new(self, row: Row, now: Optional[float] = None) -> bool:
+        return ((now if now is not None else self.clock()) - row.added) < NEW_ROW_SECONDS
+
+    def row_at(self, position: int) -> Optional[Row]:
+        if 0 <= position < len(self.view):
+            return self.rows[self.view[position]]
+        return None
+
+    def snapshots_in_view(self) -> list[Any]:
+        return [self.rows[i].snapshot for i in self.view]
+
+
+def format_cell(text: str, width: int, numeric: bool) -> str:
+    """Pad or cut ``text`` to ``width`` cells (numbers right-aligned; cut text ends in '…')."""
+    if len(text) > width:
+        text = text[:max(0, width - 1)] + "…" if width > 0 else ""
+    return text.rjust(width) if numeric else text.ljust(width)
+
+
+def columns_for_keys(keys: Sequence[str]) -> list[Column]:
+    return [COLUMN_BY_KEY[k] for k in keys]

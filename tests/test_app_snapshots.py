@@ -1,0 +1,103 @@
+"""Snapshot tests of the main screens at a fixed size (pytest-textual-snapshot).
+
+Update after an intended change with ``pytest tests/test_app_snapshots.py --snapshot-update``
+and look at the report.  Everything on screen is deterministic: a fixed log read once
+(no follow, so no "new" highlight and no rate), no job, no toast.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from miotui.app import MiotuiApp
+
+SIZE = (160, 45)
+
+LOG = "".join([
+    "MIOpen(HIP): Command [LogCmdFindConvolution] ./bin/MIOpenDriver conv -n 32 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 "
+    "-p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n",
+    "MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: ConvAsmImplicitGemmGTCDynamicFwdXdlops , 0, 0.545735\n",
+    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 32 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 "
+    "-p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n" * 3,
+    "MIOpen(HIP): Command [LogCmdBNorm] ./bin/MIOpenDriver bnorm -n 32 -c 64 -H 112 -W 112 -m 1 --forw 1 -b 0 -s 1 -r 1\n" * 3,
+    "MIOpen(HIP): Command [LogCmdActivation] ./bin/MIOpenDriver activ -n 32 -c 64 -H 112 -W 112 -m 3 --forw 1 "
+    "-A 1 -B 0 -G 1\n" * 3,
+    "MIOpen(HIP): Command [Pooling_logging_cmd] ./bin/MIOpenDriver pool -M 0 --input 32x64x112x112,"
+    "802816x12544x112x1 -y 3 -x 3 -p 1 -q 1 -v 2 -u 2 -m max -F 1 -t 1\n" * 2,
+    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 8 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 "
+    "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 2 -F 4 -t 1\n" * 2,
+    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 8 -H 16 -W 16 -k 8 -y 99 -x 99 "
+    "-p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n",
+])
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MIOTUI_KEYMAP", str(tmp_path / "none.toml"))
+    p = tmp_path / "train.log"
+    p.write_text(LOG)
+    return p
+
+
+def make_app(log: Path) -> MiotuiApp:
+    return MiotuiApp([str(log)], find_job=False, reader_poll_interval=0.01, poll_interval=0.02)
+
+
+async def until(pilot, cond, timeout: float = 10.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        await pilot.pause(0.02)
+
+
+async def read_all(pilot) -> None:
+    app: MiotuiApp = pilot.app  # type: ignore[assignment]
+    await until(pilot, lambda: app._last is not None and app._last.finished
+                and len(app.layers_screen.table.model.rows) == 5)
+    await pilot.pause(0.1)
+
+
+def test_layers_screen(log, snap_compare):
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=read_all)
+
+
+def test_layers_screen_filtered_with_the_raw_log(log, snap_compare):
+    async def before(pilot):
+        await read_all(pilot)
+        await pilot.press("slash", *"op:conv", "enter", "down", "l")
+        app = pilot.app
+        await until(pilot, lambda: any("live tail" in ln for ln in app.layers_screen.tail.plain_lines))
+        await pilot.pause(0.1)
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
+
+
+def test_detail_screen(log, snap_compare):
+    async def before(pilot):
+        await read_all(pilot)
+        app = pilot.app
+        app.layers_screen.table.move_cursor_to_index(0)
+        await pilot.press("enter")
+        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None)
+        await pilot.pause(0.1)
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
+
+
+def test_help_screen(log, snap_compare):
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=read_all, press=["question_mark"])
+
+
+def test_export_dialog(log, snap_compare):
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=read_all, press=["e"])
+
+
+def test_undecoded_screen(log, snap_compare):
+    async def before(pilot):
+        await read_all(pilot)
+        await pilot.press("u")
+        await until(pilot, lambda: pilot.app.screen.query_one("DataTable").row_count == 1)
+        await pilot.pause(0.1)
+    assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
