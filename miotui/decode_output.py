@@ -55,7 +55,7 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
         out.append(f"# {layer.executions} executions, {layer.finds} finds, {layer.mentions} mentions: "
                    f"{p.op} {p.direction} {p.dtype} {p.layout} (log lines {layer.first_line}-{layer.last_line})")
         for w in layer.warnings:
-            out.append(f"#   warning: {w}")
+            out.append(f"#   warning: {' '.join(w.split())}")
         out.append(layer.driver_command or "#   (MIOpenDriver cannot express this layer)")
     return "\n".join(out) + "\n" if out else ""
 

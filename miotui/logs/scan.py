@@ -210,7 +210,7 @@ class LogScanner:
             else:
                 self._carry = self._cap(data[cut + 1:])
             body = data[:cut]
-            if body.endswith(b"\r"):
+            if data[cut] == 10 and body.endswith(b"\r"):  # "\r\n" is one line end
                 body = body[:-1]
             self._process(body)
 
