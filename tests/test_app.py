@@ -272,7 +272,9 @@ async def test_several_files_by_glob_share_one_catalog_with_a_file_column(tmp_pa
         await wait_until(pilot, lambda: len(table(app).model.rows) == 3 and app._last is not None
                          and app._last.finished)
         by_op = {r["op"]: r for r in shown(app)}
-        assert by_op["conv"]["executions"] == "3" and by_op["conv"]["file"] == "rank0.log +1"
+        # Each file has its own reader thread: the layer lists the file it was seen in first.
+        assert by_op["conv"]["executions"] == "3"
+        assert by_op["conv"]["file"] in ("rank0.log +1", "rank1.log +1")
         assert by_op["bnorm"]["file"] == "rank1.log"
         assert "file" in table(app).visible_text()[0].split()
 
