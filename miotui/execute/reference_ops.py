@@ -1,0 +1,614 @@
+"""Reference math for pooling, batch norm, activation, LRN, softmax and fusion plans.
+
+Definitions follow MIOpenDriver's host references (``driver/mloPoolingHost.hpp``,
+``mloNeuronHost.hpp``, ``mloNormHost.hpp``, ``mloSoftmaxHost.hpp``,
+``test/fusionHost.hpp``) and the library's GPU kernels where the two disagree; every
+such choice is stated where it is made.  Arrays are logical N,C,(D,)H,W.
+
+Tensor names (inputs -> outputs):
+
+==============  ===========================================================  ==========================
+pool fwd        x                                                            y
+pool bwd        x, dy (y and the argmax are recomputed from x)               dx
+bnorm fwd_train x, scale, bias [, running_mean, running_var]                 y [, running_mean,
+                                                                             running_var] [, saved_mean,
+                                                                             saved_inv_var]
+bnorm fwd_infer x, scale, bias, est_mean, est_var                            y
+bnorm bwd       x, dy, scale [, saved_mean, saved_inv_var]                   dx, dscale, dbias
+activ fwd/bwd   x / x, dy                                                    y / dx
+lrn fwd/bwd     x / x, dy                                                    y / dx
+softmax fwd/bwd x / x, dy  (bwd uses y = softmax(x), as the driver's         y / dx
+                forward-then-backward run does)
+fusion          x [, w] [, bias] [, scale, bn_bias, est_mean, est_var]       y
+==============  ===========================================================  ==========================
+
+Batch-norm parameter tensors have MIOpen's derived shape: (1, C, 1, 1[, 1]) for
+spatial mode, (1, C, *spatial) per activation, in the problem's ``param_dtype``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Optional
+
+import numpy as np
+
+from miotui.execute.reference import (Cancelled, ReferenceUnsupported, _check_cancel, compute_dtype,
+                                      round_to_dtype, run_conv, storage_dtype, uniform)
+from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+                             LRNProblem, PoolProblem, Problem, SoftmaxProblem)
+
+__all__ = ["tensor_names", "make_inputs", "run_op", "peak_bytes", "engine_used", "BN_EPSILON",
+           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON", "FUSION_ACTIVATION", "Cancelled"]
+
+#: MIOpenDriver's batch-norm epsilon (``driver/bn_driver.hpp`` ``#define EPSILON 1e-3``).
+BN_EPSILON = 1e-3
+#: Running-average factor.  The driver uses 1/(i+1) at iteration i (1.0 on the first),
+#: which would make running-mean inputs irrelevant; 0.1 (PyTorch's momentum) keeps them
+#: part of the result so a backend that ignores them is caught.  Backends must use it too.
+BN_EXP_AVG_FACTOR = 0.1
+#: CBAInfer's batch-norm epsilon (``driver/CBAInferFusion_driver.hpp`` redefines EPSILON 1e-6).
+FUSION_BN_EPSILON = 1e-6
+#: A FusionProblem carries no activation fields; CBAInfer's defaults are used
+#: (``-m 3`` RELU, ``-A 1 -B 0 -G 1``).
+FUSION_ACTIVATION = (3, 1.0, 0.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- names / inputs
+
+def _bn_param_shape(p: BatchNormProblem) -> tuple[int, ...]:
+    if p.mode == "spatial":
+        return (1, p.c) + (1,) * p.ndim
+    return (1, p.c) + p.in_spatial
+
+
+def tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(inputs, outputs) for the non-conv problem kinds (see the module table)."""
+    if isinstance(problem, PoolProblem) or isinstance(problem, (ActivationProblem, LRNProblem, SoftmaxProblem)):
+        return (("x",), ("y",)) if problem.direction == "fwd" else (("x", "dy"), ("dx",))
+    if isinstance(problem, BatchNormProblem):
+        if problem.direction == "fwd_infer":
+            return ("x", "scale", "bias", "est_mean", "est_var"), ("y",)
+        if problem.direction == "fwd_train":
+            ins: tuple[str, ...] = ("x", "scale", "bias")
+            outs: tuple[str, ...] = ("y",)
+            if problem.running:
+                ins += ("running_mean", "running_var")
+                outs += ("running_mean", "running_var")
+            if problem.save:
+                outs += ("saved_mean", "saved_inv_var")
+            return ins, outs
+        ins = ("x", "dy", "scale") + (("saved_mean", "saved_inv_var") if problem.save else ())
+        return ins, ("dx", "dscale", "dbias")
+    if isinstance(problem, FusionProblem):
+        ins = ("x",)
+        if problem.has_conv:
+            ins += ("w",)
+        if problem.fusion_mode in (0, 4, 6):
+            ins += ("bias",)
+        if problem.bn_mode != "none":
+            ins += ("scale", "bn_bias", "est_mean", "est_var")
+        return ins, ("y",)
+    if isinstance(problem, ConvProblem):
+        from miotui.execute.reference import tensor_names as conv_names
+        return conv_names(problem)
+    raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+
+
+def _activation_input(p: ActivationProblem, seed: int) -> np.ndarray:
+    """x drawn the way MIOpenDriver's activ driver does: per mode, away from the kinks
+    (so fp16 and fp64 agree on which side of a kink every value lies)."""
+    shape = p.input_shape
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, 7771, p.mode])
+    u = rng.random(size=shape)
+    flat_i = np.arange(math.prod(shape)).reshape(shape)
+    a, b = p.alpha, p.beta
+    mode = p.mode_name
+    if mode == "POWER":
+        v = -a / b if b else 0.0
+        bb = b if b else 1.0
+        hi = ((v + 0.005) / bb) + u * ((v + 2.0) / bb - (v + 0.005) / bb)
+        lo = ((v - 2.0) / bb) + u * ((v - 0.005) / bb - (v - 2.0) / bb)
+        x = np.where(flat_i % 2 == 1, hi, lo)
+    elif mode == "CLIPPEDRELU":
+        r = flat_i % 3
+        x = np.where(r == 0, -a + u * (a - 0.005 * a),
+                     np.where(r == 1, 0.005 * a + u * (0.99 * a), 1.005 * a + u * (0.995 * a)))
+    elif mode == "LEAKYRELU":
+        x = np.where(flat_i % 2 == 1, -1.0 + u * 0.995, -0.005 + u * 1.005)
+    elif mode == "ELU":
+        x = np.where(flat_i % 2 == 1, 0.005 + u * 1.995, -2.0 + u * 1.995)
+    elif mode in ("RELU", "ABS"):
+        # the driver draws [-2, 2); keep the same range but never within 0.005 of the kink
+        mag = 0.005 + u * 1.995
+        x = np.where(flat_i % 2 == 1, mag, -mag)
+    else:
+        x = -2.0 + 4.0 * u
+    return round_to_dtype(x, p.dtype)
+
+
+def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random inputs for a non-conv problem (see reference.make_inputs for the conventions)."""
+    if isinstance(problem, ConvProblem):
+        from miotui.execute.reference import make_inputs as conv_inputs
+        return conv_inputs(problem, seed)
+    dtype = "fp32" if problem.dtype == "unknown" else problem.dtype
+    names = tensor_names(problem)[0]
+    out: dict[str, np.ndarray] = {}
+    if isinstance(problem, PoolProblem):
+        # the driver draws x in [0, 1); ties are as unlikely as in the driver
+        out["x"] = uniform(seed, "x", problem.input_shape, 0.0, 1.0, dtype)
+        if "dy" in names:
+            out["dy"] = uniform(seed, "dy", problem.output_shape, -0.5, 0.5, dtype)
+        return out
+    if isinstance(problem, ActivationProblem):
+        out["x"] = _activation_input(problem, seed)
+        if "dy" in names:
+            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
+        return out
+    if isinstance(problem, LRNProblem):
+        out["x"] = uniform(seed, "x", problem.input_shape, -1.0, 1.0, dtype)
+        if "dy" in names:
+            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
+        return out
+    if isinstance(problem, SoftmaxProblem):
+        out["x"] = uniform(seed, "x", problem.input_shape, 0.0, 1.0, dtype)
+        if "dy" in names:
+            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
+        return out
+    if isinstance(problem, BatchNormProblem):
+        pdt = "fp32" if problem.param_dtype == "unknown" else problem.param_dtype
+        ps = _bn_param_shape(problem)
+        # a per-channel offset and scale, so mean/variance are not trivially 0/1
+        base = uniform(seed, "x", problem.input_shape, -1.0, 1.0, "fp64").astype(np.float64)
+        chan = uniform(seed, "x_offset", (1, problem.c) + (1,) * problem.ndim, -0.5, 0.5, "fp64")
+        spread = uniform(seed, "x_spread", (1, problem.c) + (1,) * problem.ndim, 0.5, 2.0, "fp64")
+        x = round_to_dtype(base * spread + chan, dtype)
+        out["x"] = x
+        out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, pdt)
+        if "bias" in names:
+            out["bias"] = uniform(seed, "bias", ps, -0.5, 0.5, pdt)
+        if "est_mean" in names:
+            out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, pdt)
+            out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, pdt)
+        if "running_mean" in names:
+            out["running_mean"] = uniform(seed, "running_mean", ps, -0.5, 0.5, pdt)
+            out["running_var"] = uniform(seed, "running_var", ps, 0.5, 1.5, pdt)
+        if "dy" in names:
+            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
+        if "saved_mean" in names:
+            # consistent with x, as a preceding forward-training run would have saved them
+            axes = _bn_axes(problem)
+            xf = np.asarray(x, dtype=np.float64)
+            mean = xf.mean(axis=axes, keepdims=True)
+            var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
+            out["saved_mean"] = round_to_dtype(mean, pdt)
+            out["saved_inv_var"] = round_to_dtype(1.0 / np.sqrt(var + BN_EPSILON), pdt)
+        return out
+    if isinstance(problem, FusionProblem):
+        out["x"] = uniform(seed, "x", problem.input_shape, -1.0, 1.0, dtype)
+        ch = problem.k if problem.has_conv else problem.c
+        if problem.has_conv:
+            out["w"] = uniform(seed, "w", problem.conv.weight_shape, -1.0, 1.0, dtype)
+        if "bias" in names:
+            out["bias"] = uniform(seed, "bias", (1, ch, 1, 1), -0.5, 0.5, dtype)
+        if "scale" in names:
+            sp = problem.conv.out_spatial if problem.has_conv else problem.in_spatial
+            ps = (1, ch, 1, 1) if problem.bn_mode == "spatial" else (1, ch) + tuple(sp)
+            out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, dtype)
+            out["bn_bias"] = uniform(seed, "bn_bias", ps, -0.5, 0.5, dtype)
+            out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, dtype)
+            out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, dtype)
+        return out
+    raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+
+
+def _f(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=dt)
+
+
+# ----------------------------------------------------------------------------- pooling
+
+def _pool_taps(p: PoolProblem) -> list[tuple[int, ...]]:
+    return list(np.ndindex(*p.window))
+
+
+def _pool_tap_slices(p: PoolProblem, tap: tuple[int, ...]) -> tuple[slice, ...]:
+    out = p.out_spatial
+    return tuple(slice(t, t + (o - 1) * s + 1, s) for t, o, s in zip(tap, out, p.strides))
+
+
+def _pool_counts(p: PoolProblem) -> np.ndarray:
+    """In-bounds window size per output position (MIOpen's AVE pool size), broadcastable."""
+    counts = None
+    for axis, (i, w, pad, s, o) in enumerate(zip(p.in_spatial, p.window, p.pads, p.strides, p.out_spatial)):
+        start = np.arange(o) * s - pad
+        n = np.minimum(start + w, i) - np.maximum(start, 0)
+        shape = [1] * p.ndim
+        shape[axis] = o
+        n = np.maximum(n, 0).reshape(shape)
+        counts = n if counts is None else counts * n
+    assert counts is not None
+    return counts
+
+
+def _pool_padded(p: PoolProblem, x: np.ndarray, fill: float) -> np.ndarray:
+    padded = tuple(i + 2 * pad for i, pad in zip(p.in_spatial, p.pads))
+    buf = np.full(x.shape[:2] + padded, fill, dtype=x.dtype)
+    buf[(slice(None), slice(None)) + tuple(slice(pad, pad + i) for pad, i in zip(p.pads, p.in_spatial))] = x
+    return buf
+
+
+def _pool_max_numpy(p: PoolProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(y, tap index of each window's first maximum; -1 where the window is all padding)."""
+    xp = _pool_padded(p, x, -np.inf)
+    y = np.full(x.shape[:2] + p.out_spatial, -np.inf, dtype=x.dtype)
+    arg = np.full(y.shape, -1, dtype=np.int32)
+    for t, tap in enumerate(_pool_taps(p)):
+        cand = xp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
+        better = cand > y          # strict: the first maximum in scan order wins, as MIOpen
+        np.copyto(y, cand, where=better)
+        arg[better] = t
+    y[arg < 0] = 0                 # MIOpen writes 0 for a window with no input element
+    return y, arg
+
+
+def pool_forward(p: PoolProblem, x: np.ndarray, engine: str = "numpy",
+                 cancel: Optional[threading.Event] = None) -> np.ndarray:
+    if engine == "numba" and _numba_ok():
+        from miotui.execute import numba_kernels
+        return numba_kernels.pool_forward(x, p.mode, p.window, p.strides, p.pads, p.out_spatial, cancel)[0]
+    if p.mode == "max":
+        return _pool_max_numpy(p, x)[0]
+    xp = _pool_padded(p, x, 0.0)
+    acc = np.zeros(x.shape[:2] + p.out_spatial, dtype=x.dtype)
+    for tap in _pool_taps(p):
+        acc += xp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
+    if p.mode == "avg":        # miopenPoolingAverage: in-bounds elements only
+        counts = np.maximum(_pool_counts(p), 1)
+    else:                       # miopenPoolingAverageInclusive: the whole window
+        counts = np.array(math.prod(p.window))
+    return acc / counts.astype(x.dtype)
+
+
+def pool_backward(p: PoolProblem, x: np.ndarray, dy: np.ndarray, engine: str = "numpy",
+                  cancel: Optional[threading.Event] = None) -> np.ndarray:
+    if engine == "numba" and _numba_ok():
+        from miotui.execute import numba_kernels
+        idx = None
+        if p.mode == "max":
+            idx = numba_kernels.pool_forward(x, p.mode, p.window, p.strides, p.pads, p.out_spatial, cancel)[1]
+        return numba_kernels.pool_backward(dy, idx, x.shape, p.mode, p.window, p.strides, p.pads, cancel)
+    padded = tuple(i + 2 * pad for i, pad in zip(p.in_spatial, p.pads))
+    dxp = np.zeros(x.shape[:2] + padded, dtype=dy.dtype)
+    if p.mode == "max":
+        arg = _pool_max_numpy(p, x)[1]
+        for t, tap in enumerate(_pool_taps(p)):
+            view = dxp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
+            view += np.where(arg == t, dy, 0)
+    else:
+        counts = np.maximum(_pool_counts(p), 1) if p.mode == "avg" else np.array(math.prod(p.window))
+        g = dy / counts.astype(dy.dtype)
+        for tap in _pool_taps(p):
+            view = dxp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
+            view += g
+    crop = (slice(None), slice(None)) + tuple(slice(pad, pad + i) for pad, i in zip(p.pads, p.in_spatial))
+    return np.ascontiguousarray(dxp[crop])
+
+
+def _numba_ok() -> bool:
+    from miotui.execute import numba_kernels
+    return numba_kernels.available() is None
+
+
+# ----------------------------------------------------------------------------- batch norm
+
+def _bn_axes(p: BatchNormProblem) -> tuple[int, ...]:
+    """Axes reduced for the statistics: N and spatial (spatial mode) or N only."""
+    return (0,) + tuple(range(2, 2 + p.ndim)) if p.mode == "spatial" else (0,)
+
+
+def batchnorm(p: BatchNormProblem, t: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.ndarray]:
+    """MIOpen batch norm (``test/fusionHost.hpp``), biased batch variance, eps = BN_EPSILON.
+
+    Backward without saved statistics recomputes them with eps (the GPU kernels do;
+    the driver's host code omits eps there).  Running variance is updated with the
+    unbiased variance, as MIOpen does.
+    """
+    x = t["x"]
+    axes = _bn_axes(p)
+    m = x.size // (x.shape[1] * (1 if p.mode == "spatial" else math.prod(p.in_spatial)))
+    if p.direction == "fwd_infer":
+        inv = 1.0 / np.sqrt(t["est_var"] + dt.type(BN_EPSILON))
+        return {"y": t["scale"] * ((x - t["est_mean"]) * inv) + t["bias"]}
+    if p.direction == "fwd_train":
+        mean = x.mean(axis=axes, keepdims=True, dtype=dt)
+        var = ((x - mean) ** 2).mean(axis=axes, keepdims=True, dtype=dt)
+        inv = 1.0 / np.sqrt(var + dt.type(BN_EPSILON))
+        out = {"y": t["scale"] * ((x - mean) * inv) + t["bias"]}
+        if p.running:
+            f = dt.type(BN_EXP_AVG_FACTOR)
+            unbiased = var * dt.type(m / (m - 1)) if m > 1 else var
+            out["running_mean"] = (1 - f) * t["running_mean"] + f * mean
+            out["running_var"] = (1 - f) * t["running_var"] + f * unbiased
+        if p.save:
+            out["saved_mean"] = mean
+            out["saved_inv_var"] = inv
+        return out
+    dy = t["dy"]
+    if p.save:
+        mean, inv = t["saved_mean"], t["saved_inv_var"]
+    else:
+        mean = x.mean(axis=axes, keepdims=True, dtype=dt)
+        inv = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True, dtype=dt) + dt.type(BN_EPSILON))
+    xhat = (x - mean) * inv
+    dbias = dy.sum(axis=axes, keepdims=True, dtype=dt)
+    dscale = (xhat * dy).sum(axis=axes, keepdims=True, dtype=dt)
+    dx = (t["scale"] * inv / dt.type(m)) * (dt.type(m) * dy - dbias - xhat * dscale)
+    return {"dx": dx, "dscale": dscale, "dbias": dbias}
+
+
+# ----------------------------------------------------------------------------- activation
+
+#: MIOpen's activation kernels compare the POWER base and TANH beta with float epsilon.
+_EPS = float(np.finfo(np.float32).eps)
+
+
+def activation_forward(mode: int, x: np.ndarray, alpha: float, beta: float, gamma: float) -> np.ndarray:
+    """MIOpen's 10 activation modes (``driver/mloNeuronHost.hpp``)."""
+    dt = x.dtype.type
+    a, b, g = dt(alpha), dt(beta), dt(gamma)
+    if mode == 0:   # PASTHRU
+        return x.copy()
+    if mode == 1:   # LOGISTIC
+        return 1 / (1 + np.exp(-x))
+    if mode == 2:   # TANH: beta * tanh(alpha * x)
+        return b * np.tanh(a * x)
+    if mode == 3:   # RELU
+        return np.where(x > 0, x, dt(0))
+    if mode == 4:   # SOFTRELU: log(1 + e^x), written stably
+        return np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(np.minimum(x, 0))))
+    if mode == 5:   # ABS
+        return np.abs(x)
+    if mode == 6:   # POWER: (alpha + beta*x)^gamma, 0 where the base <= eps
+        v = a + b * x
+        ok = v > _EPS
+        return np.where(ok, np.power(np.where(ok, v, 1), g), dt(0))
+    if mode == 7:   # CLIPPEDRELU: min(alpha, max(0, x))
+        return np.minimum(a, np.maximum(dt(0), x))
+    if mode == 8:   # LEAKYRELU
+        return np.where(x > 0, x, a * x)
+    if mode == 9:   # ELU
+        return np.where(x > 0, x, a * np.expm1(np.minimum(x, 0)))
+    raise ReferenceUnsupported(f"activation mode {mode}")
+
+
+def activation_backward(mode: int, x: np.ndarray, y: np.ndarray, dy: np.ndarray,
+                        alpha: float, beta: float, gamma: float) -> np.ndarray:
+    """dx as MIOpen's GPU kernels compute it (``src/kernels/activation_functions.h``).
+
+    Two MIOpen definitions differ from the textbook derivative: POWER returns
+    ``gamma*beta*y/(alpha+beta*x)`` *without* multiplying by dy (CPU reference and GPU
+    kernel both), and CLIPPEDRELU passes the gradient for 0 < x <= alpha (the GPU
+    kernel; the host reference uses x < alpha, the driver's inputs never hit alpha).
+    """
+    dt = x.dtype.type
+    a, b, g = dt(alpha), dt(beta), dt(gamma)
+    if mode == 0:
+        return dy.copy()
+    if mode == 1:
+        return dy * y * (1 - y)
+    if mode == 2:
+        if abs(beta) <= _EPS:
+            return np.zeros_like(x)
+        return dy * a * (b - y * y / b)
+    if mode == 3:
+        return np.where(x > 0, dy, dt(0))
+    if mode == 4:
+        e = np.exp(np.minimum(x, dt(50)))
+        return dy * e / (e + 1)
+    if mode == 5:
+        return dy * np.where(x > 0, dt(1), dt(-1))
+    if mode == 6:
+        v = a + b * x
+        ok = v > _EPS
+        return np.where(ok, g * b * y / np.where(ok, v, 1), dt(0))
+    if mode == 7:
+        return np.where((x > 0) & (x <= a), dy, dt(0))
+    if mode == 8:
+        return dy * np.where(x > 0, dt(1), a)
+    if mode == 9:
+        return dy * np.where(x > 0, dt(1), y + a)
+    raise ReferenceUnsupported(f"activation mode {mode}")
+
+
+# ----------------------------------------------------------------------------- LRN
+
+def _window_sum(a: np.ndarray, axes: tuple[int, ...], before: int, after: int) -> np.ndarray:
+    """Sum over the window [i - before, i + after] along each axis, zero outside.
+
+    Shifted adds rather than a cumulative-sum difference: no cancellation error, and
+    LRN windows are small."""
+    out = a
+    for axis in axes:
+        n = out.shape[axis]
+        acc = np.zeros_like(out)
+        for shift in range(-before, after + 1):
+            src = [slice(None)] * out.ndim
+            dst = [slice(None)] * out.ndim
+            lo, hi = max(0, -shift), min(n, n - shift)
+            if lo >= hi:
+                continue
+            dst[axis] = slice(lo, hi)
+            src[axis] = slice(lo + shift, hi + shift)
+            acc[tuple(dst)] += out[tuple(src)]
+        out = acc
+    return out
+
+
+def lrn(p: LRNProblem, x: np.ndarray, dy: Optional[np.ndarray]) -> np.ndarray:
+    """MIOpen LRN (``driver/mloNormHost.hpp``).
+
+    cross-channel: scale = K + alpha/N * sum of x^2 over channels [c - pre, c + post];
+    within-channel: the same over an N x N spatial window with alpha/N^2, zero padded;
+    pre = (N-1)//2, post = N-1-pre; y = x * scale^-beta.  Backward is the exact gradient
+    (MIOpen's host code: dy*scale^-beta - 2*alpha*beta/area * x * sum(dy*y/scale) over
+    the windows that contain the element).
+    """
+    pre = (p.lrn_n - 1) // 2
+    post = p.lrn_n - 1 - pre
+    axes = (1,) if p.mode == "cross" else (2, 3)
+    area = p.lrn_n if p.mode == "cross" else p.lrn_n * p.lrn_n
+    dt = x.dtype.type
+    scale = dt(p.k) + dt(p.alpha / area) * _window_sum(x * x, axes, pre, post)
+    y = x * scale ** dt(-p.beta)
+    if dy is None:
+        return y
+    ratio = _window_sum(dy * y / scale, axes, post, pre)
+    return dy * scale ** dt(-p.beta) - dt(2.0 * p.alpha * p.beta / area) * x * ratio
+
+
+# ----------------------------------------------------------------------------- softmax
+
+def softmax(p: SoftmaxProblem, x: np.ndarray, dy: Optional[np.ndarray]) -> np.ndarray:
+    """MIOpen softmax (``driver/mloSoftmaxHost.hpp``): algorithm 0 fast (no max
+    subtraction), 1 accurate, 2 log; mode 0 per instance (C*H*W), 1 per channel column
+    (over C at each pixel).  y = alpha*softmax + beta*y_prior with y_prior = 0 (the
+    driver's zero-initialised output); backward likewise scales by alpha."""
+    axes = (1, 2, 3) if p.mode == 0 else (1,)
+    dt = x.dtype.type
+    if p.algorithm == 0:
+        e = np.exp(x)
+        s = e / e.sum(axis=axes, keepdims=True)
+        logs = None
+    else:
+        z = x - x.max(axis=axes, keepdims=True)
+        e = np.exp(z)
+        tot = e.sum(axis=axes, keepdims=True)
+        s = e / tot
+        logs = z - np.log(tot) if p.algorithm == 2 else None
+    y = logs if logs is not None else s
+    if dy is None:
+        return dt(p.alpha) * y
+    if p.algorithm == 2:
+        dx = dy - np.exp(y) * dy.sum(axis=axes, keepdims=True)
+    else:
+        dx = y * (dy - (dy * y).sum(axis=axes, keepdims=True))
+    return dt(p.alpha) * dx
+
+
+# ----------------------------------------------------------------------------- fusion
+
+def fusion(p: FusionProblem, t: dict[str, np.ndarray], precision: str, engine: str,
+           cancel: Optional[threading.Event]) -> np.ndarray:
+    """A CBAInfer plan as its parts: conv -> bias -> batch norm (inference) -> activation."""
+    dt = compute_dtype(p, precision)
+    if p.has_conv:
+        conv = p.conv
+        if p.dtype == "int8":
+            raise ReferenceUnsupported("int8 fusion plans are not modelled by the reference")
+        h = run_conv(conv, {"x": t["x"], "w": t["w"]}, precision=precision, cancel=cancel,
+                     engine=engine)["y"].astype(dt, copy=False)
+    else:
+        h = _f(t["x"], dt)
+    if "bias" in t:
+        h = h + _f(t["bias"], dt)
+    if p.bn_mode != "none":
+        inv = 1.0 / np.sqrt(_f(t["est_var"], dt) + dt.type(FUSION_BN_EPSILON))
+        h = _f(t["scale"], dt) * ((h - _f(t["est_mean"], dt)) * inv) + _f(t["bn_bias"], dt)
+    if p.fusion_mode in (0, 1, 2, 4, 5):
+        mode, a, b, g = FUSION_ACTIVATION
+        h = activation_forward(mode, h, a, b, g)
+    return h
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+def _inputs(problem: Problem, inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.ndarray]:
+    names = tensor_names(problem)[0]
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise KeyError(f"{problem.op} {problem.direction} needs inputs {missing} (got {sorted(inputs)})")
+    return {n: _f(inputs[n], dt) for n in names}
+
+
+def _check_dtype(problem: Problem) -> None:
+    if problem.dtype in ("int8",) and not isinstance(problem, (ConvProblem,)):
+        raise ReferenceUnsupported(f"{problem.op} has no int8 reference in MIOpenDriver")
+
+
+def run_op(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+           cancel: Optional[threading.Event] = None, engine: str = "numpy",
+           chunk_bytes: Optional[int] = None) -> dict[str, np.ndarray]:
+    """Run a non-conv problem; see reference.run_reference."""
+    _check_cancel(cancel)
+    _check_dtype(problem)
+    dt = compute_dtype(problem, precision)
+    if isinstance(problem, FusionProblem):
+        if problem.dtype == "int8":
+            raise ReferenceUnsupported("int8 fusion plans are not modelled by the reference")
+        names = tensor_names(problem)[0]
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise KeyError(f"fusion needs inputs {missing}")
+        return {"y": fusion(problem, dict(inputs), precision, engine, cancel)}
+    t = _inputs(problem, inputs, dt)
+    for name in ("x", "dy"):
+        if name in t and t[name].shape != tuple(problem.input_shape if name == "x" else problem.output_shape):
+            raise ValueError(f"input {name!r} has shape {t[name].shape}, the problem needs "
+                             f"{problem.input_shape if name == 'x' else problem.output_shape}")
+    if isinstance(problem, PoolProblem):
+        if problem.direction == "fwd":
+            out = {"y": pool_forward(problem, t["x"], engine, cancel)}
+        else:
+            out = {"dx": pool_backward(problem, t["x"], t["dy"], engine, cancel)}
+    elif isinstance(problem, BatchNormProblem):
+        out = batchnorm(problem, t, dt)
+    elif isinstance(problem, ActivationProblem):
+        args = (problem.alpha, problem.beta, problem.gamma)
+        y = activation_forward(problem.mode, t["x"], *args)
+        out = {"y": y} if problem.direction == "fwd" else \
+            {"dx": activation_backward(problem.mode, t["x"], y, t["dy"], *args)}
+    elif isinstance(problem, LRNProblem):
+        out = {"y": lrn(problem, t["x"], None)} if problem.direction == "fwd" else \
+            {"dx": lrn(problem, t["x"], t["dy"])}
+    elif isinstance(problem, SoftmaxProblem):
+        out = {"y": softmax(problem, t["x"], None)} if problem.direction == "fwd" else \
+            {"dx": softmax(problem, t["x"], t["dy"])}
+    else:
+        raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+    _check_cancel(cancel)
+    return {k: np.ascontiguousarray(v, dtype=dt) for k, v in out.items()}
+
+
+def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """Memory for a non-conv run: stored inputs, compute copies, outputs and the largest
+    temporaries (pooling's padded copy and per-tap masks, LRN's window sums, ...)."""
+    if isinstance(problem, FusionProblem):
+        from miotui.execute.reference import conv_peak_bytes
+        dt = compute_dtype(problem, precision)
+        base = 6 * math.prod(problem.output_shape) * dt.itemsize
+        return int(base + (conv_peak_bytes(problem.conv, precision, chunk_bytes) if problem.has_conv
+                           else 3 * math.prod(problem.input_shape) * dt.itemsize))
+    dt = compute_dtype(problem, precision)
+    it = dt.itemsize
+    big = max(math.prod(problem.input_shape), math.prod(problem.output_shape))
+    ins, outs = tensor_names(problem)
+    stored = storage_dtype(problem.dtype).itemsize
+    n_in = sum(1 for n in ins if n in ("x", "dy"))
+    n_out = sum(1 for n in outs if n in ("y", "dx"))
+    temps = {PoolProblem: 4, BatchNormProblem: 4, ActivationProblem: 4, LRNProblem: 6,
+             SoftmaxProblem: 4}.get(type(problem), 4)
+    if isinstance(problem, PoolProblem):
+        padded = problem.n * problem.c * math.prod(i + 2 * p for i, p in zip(problem.in_spatial, problem.pads))
+        big = max(big, padded)
+    return int(n_in * big * (stored + it) + n_out * big * it + temps * big * it + (1 << 16))
+
+
+def engine_used(problem: Problem, engine: str = "numpy") -> str:
+    if isinstance(problem, PoolProblem) and engine == "numba":
+        from miotui.execute import numba_kernels
+        why = numba_kernels.available()
+        return "numba direct pooling" if why is None else f"numpy pooling (numba unavailable: {why})"
+    return f"numpy {problem.op}"

@@ -1,0 +1,296 @@
+"""Compare a backend's outputs with the float64 reference, the way MIOpenDriver would.
+
+MIOpenDriver decides "Verifies OK" / "FAILED" per layer kind with its own metric and
+tolerance (``miopen_formats.md`` §6.2-6.3, ``driver/*_driver.hpp``):
+
+* convolution: ``miopen::rms_range`` (RMS of the difference over the largest
+  magnitude in either buffer) against ``GetDefaultTolerance``: 1.5e-6 for 4- and 1-byte
+  types, 8.2e-3 for 2-byte ones, x8 for bf16, x37 for fp8/bf8; x10 for ImplicitGEMM
+  forward / backward data; backward weights 2x base, x2 more for fp32 transposed,
+  x10 fp32 Winograd, ImplicitGEMM fp32 a fixed 0.01 and fp16 x5, bf8 x2.
+* batch norm: rms_range per output, 1e-4 (fp32) / 5e-4 (16-bit); backward x1000.
+* pooling: forward max |diff| per element (1e-5 fp32, 5e-3 16-bit, 1e-6 fp64),
+  backward plain RMS of the difference (1e-6 / 5e-3).
+* activation and CBAInfer fusion: every element within 80 machine epsilons of the
+  data type, absolutely or relatively.
+* LRN: rms_range 1.5e-4 forward, 6e-5 backward.  Softmax: rms_range 5e-2 fp16, else 1e-3.
+
+One deliberate addition: a backward-weights result sums N*Ho*Wo products per weight,
+up to 1e5 on real layers, and its rounding error grows with that length (the notes
+measured torch's fp32 weight gradient at 3.9e-6 norm-relative there, above MIOpen's
+fixed 3e-6).  The weights tolerance is therefore scaled by sqrt(L / 4096) once the
+reduction length L exceeds 4096 (about the longest forward reduction, C*R*S, of
+common networks, where the fixed tolerance is known to hold); ``how`` says so.
+
+numpy is imported inside the functions: this module is light to import.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+                             LRNProblem, PoolProblem, Problem, SoftmaxProblem)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = ["Verification", "rms_range", "tolerance_for", "compare", "algorithm_kind",
+           "WRW_REDUCTION_BASE"]
+
+#: Reduction length up to which MIOpen's fixed weight-gradient tolerance is kept.
+WRW_REDUCTION_BASE = 4096
+
+_DBL_MIN = sys.float_info.min
+_DBL_MAX = sys.float_info.max
+
+#: Machine epsilon per data type (activation/fusion checks use 80 of them).
+_EPSILON = {"fp32": 2.0 ** -23, "fp16": 2.0 ** -10, "bf16": 2.0 ** -7, "fp64": 2.0 ** -52,
+            "fp8": 2.0 ** -3, "bf8": 2.0 ** -2, "int8": 2.0 ** -23, "unknown": 2.0 ** -23}
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of one comparison.  ``error`` is the number that was held against
+    ``tolerance`` (the value of ``metric``); ``how`` says what was measured, the
+    tolerance applied, and why that tolerance."""
+
+    max_abs: float
+    max_rel: float
+    rms_range: float
+    tolerance: float
+    ok: bool
+    how: str
+    metric: str = "rms_range"
+    error: float = 0.0
+
+
+def _as_f64(a: Any) -> "np.ndarray":
+    import numpy as np
+    return np.asarray(a, dtype=np.float64).reshape(-1)
+
+
+def rms_range(ref: Any, out: Any) -> float:
+    """MIOpen's ``miopen::rms_range`` (``test/verify.hpp``):
+    sqrt(sum((ref-out)^2)) / (sqrt(n) * max(|max_mag(ref)|, |max_mag(out)|, DBL_MIN));
+    0 for empty buffers, the largest double when the sizes differ."""
+    import numpy as np
+    r, o = _as_f64(ref), _as_f64(out)
+    if r.size != o.size:
+        return _DBL_MAX
+    if r.size == 0:
+        return 0.0
+    d = r - o
+    with np.errstate(over="ignore", invalid="ignore"):
+        num = math.sqrt(float(np.dot(d, d)))
+        mag = max(float(np.max(np.abs(r))), float(np.max(np.abs(o))), _DBL_MIN)
+    return num / (math.sqrt(r.size) * mag)
+
+
+def algorithm_kind(algorithm: Optional[str]) -> Optional[str]:
+    """"igemm", "winograd" or None from an algorithm annotation: a miopenConvAlgorithm_t
+    number (3 Winograd, 5 ImplicitGEMM), a name, a solver name or a find result."""
+    if not algorithm:
+        return None
+    text = str(algorithm).strip()
+    token = text.split()[0] if text.split() else text
+    if token.isdigit():
+        return {3: "winograd", 5: "igemm"}.get(int(token))
+    low = text.lower()
+    if "implicitgemm" in low or "igemm" in low or "implicit_gemm" in low:
+        return "igemm"
+    if "winograd" in low or "wino" in low:
+        return "winograd"
+    return None
+
+
+def _wrw_reduction_length(p: ConvProblem) -> int:
+    """Products summed per weight-gradient element: N times the underlying conv's output size."""
+    spatial = p.in_spatial if p.mode == "trans" else p.out_spatial
+    return p.n * math.prod(spatial)
+
+
+def _conv_tolerance(p: ConvProblem, algorithm: Optional[str]) -> tuple[float, str]:
+    dtype = "fp32" if p.dtype in ("unknown", "fp64") else p.dtype
+    parts: list[str] = []
+    if dtype in ("fp32", "int8", "fp8", "bf8"):
+        tol = 1.5e-6
+        parts.append(f"1.5e-6 base for {dtype} (GetDefaultTolerance: 4- and 1-byte types)")
+    else:
+        tol = 8.2e-3
+        parts.append(f"8.2e-3 base for {dtype} (GetDefaultTolerance: 2-byte types)")
+    if p.dtype == "fp64":
+        parts.append("MIOpenDriver has no fp64 convolution; fp32's tolerance is used")
+    if dtype == "bf16":
+        tol *= 8.0
+        parts.append("x8 for bf16 (3 fewer mantissa bits than fp16)")
+    if dtype in ("fp8", "bf8"):
+        tol *= 37.0
+        parts.append(f"x37 for {dtype}")
+    kind = algorithm_kind(algorithm)
+    if p.direction in ("fwd", "bwd"):
+        if kind == "igemm":
+            tol *= 10.0
+            parts.append(f"x10 for ImplicitGEMM ({algorithm})")
+        return tol, "; ".join(parts)
+    tol *= 2.0
+    parts.append("x2 for backward weights (VerifyBackward)")
+    if p.mode == "trans" and dtype == "fp32":
+        tol *= 2.0
+        parts.append("x2 for an fp32 transposed convolution")
+    if kind == "winograd" and dtype == "fp32":
+        tol *= 10.0
+        parts.append(f"x10 for fp32 Winograd weights ({algorithm})")
+    elif kind == "igemm":
+        if dtype == "fp32":
+            tol = 0.01
+            parts.append(f"fixed 0.01 for fp32 ImplicitGEMM weights ({algorithm}; WORKAROUND_ISSUE_2176)")
+        elif dtype == "fp16":
+            tol *= 5.0
+            parts.append(f"x5 for fp16 ImplicitGEMM weights ({algorithm})")
+    if dtype == "bf8":
+        tol *= 2.0
+        parts.append("x2 for bf8 weights")
+    length = _wrw_reduction_length(p)
+    if length > WRW_REDUCTION_BASE:
+        grow = math.sqrt(length / WRW_REDUCTION_BASE)
+        tol *= grow
+        parts.append(f"x{grow:.2f} = sqrt(L/{WRW_REDUCTION_BASE}) for the reduction length "
+                     f"L = N*Ho*Wo = {length} (rounding error grows with it; miotui's addition)")
+    else:
+        parts.append(f"reduction length N*Ho*Wo = {length} <= {WRW_REDUCTION_BASE}: not grown")
+    return tol, "; ".join(parts)
+
+
+def _two_byte(dtype: str) -> bool:
+    return dtype in ("fp16", "bf16")
+
+
+def tolerance_for(problem: Problem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    """(tolerance, why) MIOpenDriver would apply to this layer's comparison (see the module
+    docstring); ``algorithm`` is the algorithm/solver that produced the result, if known."""
+    if isinstance(problem, ConvProblem):
+        return _conv_tolerance(problem, algorithm)
+    dt = problem.dtype
+    if isinstance(problem, BatchNormProblem):
+        base = 5e-4 if _two_byte(dt) else 1e-4
+        if problem.direction == "bwd":
+            return base * 1000, f"rms_range {base:g} x1000 for backward batch norm (bn_driver VerifyBackward)"
+        return base, f"rms_range {base:g} for {'16-bit' if _two_byte(dt) else dt} batch norm (RMSTOL)"
+    if isinstance(problem, PoolProblem):
+        if problem.direction == "fwd":
+            tol = 1e-6 if dt == "fp64" else (5e-3 if _two_byte(dt) else 1e-5)
+            return tol, f"max |diff| {tol:g} per element for {dt} forward pooling (pool_driver VerifyForward)"
+        tol = 5e-3 if _two_byte(dt) else 1e-6
+        return tol, f"RMS of the difference {tol:g} for {dt} backward pooling (mloVerify)"
+    if isinstance(problem, (ActivationProblem, FusionProblem)):
+        eps = _EPSILON.get(dt, _EPSILON["fp32"])
+        what = "activation" if isinstance(problem, ActivationProblem) else "CBAInfer fusion"
+        return 80 * eps, (f"every element within 80 x eps({dt}) = {80 * eps:.3g}, absolutely or relatively "
+                          f"({what} driver)")
+    if isinstance(problem, LRNProblem):
+        tol = 1.5e-4 if problem.direction == "fwd" else 6e-5
+        return tol, f"rms_range {tol:g} for LRN {problem.direction} (lrn_driver)"
+    if isinstance(problem, SoftmaxProblem):
+        tol = 5e-2 if dt == "fp16" else 1e-3
+        return tol, f"rms_range {tol:g} for {dt} softmax (softmax_driver: 5e-2 for half, else 1e-3)"
+    raise TypeError(f"no tolerance for {type(problem).__name__}")
+
+
+def _metric(problem: Problem) -> str:
+    if isinstance(problem, PoolProblem):
+        return "max_abs" if problem.direction == "fwd" else "rms"
+    if isinstance(problem, (ActivationProblem, FusionProblem)):
+        return "elementwise"
+    return "rms_range"
+
+
+_METRIC_TEXT = {
+    "rms_range": "rms_range (MIOpen's metric: RMS of out-ref over the largest |value| in either)",
+    "max_abs": "max |out-ref| per element",
+    "rms": "RMS of out-ref (not normalised)",
+    "elementwise": "worst element by MIOpen's rule (fails if both |out-ref| and |out-ref|/|ref| exceed tol)",
+}
+
+
+@dataclass(frozen=True)
+class _One:
+    name: str
+    max_abs: float
+    max_rel: float
+    rms_range: float
+    error: float
+    finite: bool
+    note: str = ""
+
+
+def _compare_one(name: str, metric: str, tol: float, ref: Any, out: Any) -> _One:
+    import numpy as np
+    r, o = _as_f64(ref), _as_f64(out)
+    if r.size != o.size:
+        return _One(name, _DBL_MAX, _DBL_MAX, _DBL_MAX, _DBL_MAX, False,
+                    f"{name}: {o.size} values, the reference has {r.size}")
+    if r.size == 0:
+        return _One(name, 0.0, 0.0, 0.0, 0.0, True)
+    finite = bool(np.all(np.isfinite(o))) and bool(np.all(np.isfinite(r)))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        d = np.abs(o - r)
+        max_abs = float(np.max(d)) if finite else math.inf
+        scale = float(np.max(np.abs(r)))
+        floor = max(scale * 1e-3, _DBL_MIN)
+        max_rel = float(np.max(d / np.maximum(np.abs(r), floor))) if finite else math.inf
+        rr = rms_range(r, o) if finite else math.inf
+        if metric == "rms_range":
+            err = rr
+        elif metric == "max_abs":
+            err = max_abs
+        elif metric == "rms":
+            err = float(math.sqrt(float(np.dot(d, d)) / d.size)) if finite else math.inf
+        else:  # elementwise: an element passes if abs <= tol or rel <= tol (rel vs DBL eps floor)
+            rel = d / np.maximum(np.abs(r), np.finfo(np.float64).eps)
+            worst = np.minimum(d, rel)
+            err = float(np.max(worst)) if finite else math.inf
+    return _One(name, max_abs, max_rel, rr, err, finite)
+
+
+def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
+            algorithm: Optional[str] = None) -> Verification:
+    """Compare every output the reference has (``ref`` from run_reference(precision="fp64"))
+    with the backend's ``out``, by the metric and tolerance MIOpenDriver uses for the kind.
+    ok is False when an output is missing, has another size, or holds NaN/inf."""
+    tol, why = tolerance_for(problem, algorithm)
+    metric = _metric(problem)
+    results: list[_One] = []
+    problems: list[str] = []
+    for name in ref:
+        if name not in out:
+            problems.append(f"output {name!r} missing")
+            continue
+        one = _compare_one(name, metric, tol, ref[name], out[name])
+        results.append(one)
+        if one.note:
+            problems.append(one.note)
+        elif not one.finite:
+            problems.append(f"{name} holds NaN or inf")
+    if not results:
+        how = "nothing compared: " + "; ".join(problems or ["the reference has no outputs"])
+        return Verification(_DBL_MAX, _DBL_MAX, _DBL_MAX, tol, False, how, metric, _DBL_MAX)
+    worst = max(results, key=lambda o: o.error)
+    error = worst.error
+    ok = not problems and all(math.isfinite(o.error) and o.error <= tol for o in results)
+    per = ", ".join(f"{o.name} {o.error:.3g}" for o in results)
+    verdict = "<=" if ok else ">"
+    how = (f"{_METRIC_TEXT[metric]} vs a float64 reference: {per} "
+           f"{verdict} tolerance {tol:.3g}. Tolerance: {why}. "
+           f"max |diff| {max(o.max_abs for o in results):.3g}, max relative diff "
+           f"{max(o.max_rel for o in results):.3g} (relative to max(|ref|, 1e-3 x max|ref|)).")
+    if problems:
+        how = "; ".join(problems) + ". " + how
+    return Verification(
+        max_abs=max(o.max_abs for o in results),
+        max_rel=max(o.max_rel for o in results),
+        rms_range=max(o.rms_range for o in results),
+        tolerance=tol, ok=ok, how=how, metric=metric, error=error)

@@ -1,0 +1,314 @@
+"""The numpy convolution reference against torch CPU (float64), every direction and geometry."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from miotui.execute import numba_kernels
+from miotui.execute import reference as R
+from miotui.problems import ConvProblem, ProblemError
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _t(a: np.ndarray) -> "torch.Tensor":
+    return torch.from_numpy(np.asarray(a, dtype=np.float64))
+
+
+def torch_conv(p: ConvProblem, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """The problem's output computed by torch in float64 (autograd for bwd/wrw)."""
+    nd = p.ndim
+    if p.mode == "trans":
+        conv_t = F.conv_transpose2d if nd == 2 else F.conv_transpose3d
+
+        def fwd(x, w):
+            return conv_t(x, w, stride=p.strides, padding=p.pads, output_padding=p.trans_output_pads,
+                          dilation=p.dilations, groups=p.groups)
+    else:
+        conv = F.conv2d if nd == 2 else F.conv3d
+        if p.pad_mode == "same":
+            # out = ceil(in/stride); total padding split floor/ceil (before/after)
+            spec = []
+            for i in reversed(range(nd)):
+                eff = p.dilations[i] * (p.filter[i] - 1) + 1
+                total = max((p.out_spatial[i] - 1) * p.strides[i] + eff - p.in_spatial[i], 0)
+                spec += [total // 2, total - total // 2]
+            pads = (0,) * nd
+        else:
+            spec = [0] * (2 * nd)
+            pads = (0,) * nd if p.pad_mode == "valid" else p.pads
+
+        def fwd(x, w):
+            return conv(F.pad(x, spec), w, stride=p.strides, padding=pads, dilation=p.dilations,
+                        groups=p.groups)
+    if p.direction == "fwd":
+        return fwd(_t(inputs["x"]), _t(inputs["w"])).numpy()
+    if p.direction == "bwd":
+        x = torch.zeros(p.input_shape, dtype=torch.float64, requires_grad=True)
+        fwd(x, _t(inputs["w"])).backward(_t(inputs["dy"]))
+        return x.grad.numpy()
+    w = torch.zeros(p.weight_shape, dtype=torch.float64, requires_grad=True)
+    fwd(_t(inputs["x"]), w).backward(_t(inputs["dy"]))
+    return w.grad.numpy()
+
+
+def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a64.shape == b64.shape
+    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-300))
+
+
+@st.composite
+def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_channels: int = 3):
+    nd = draw(st.sampled_from((2, 2, 3) if allow_3d else (2,)))
+    groups = draw(st.integers(1, 3))
+    cg = draw(st.integers(1, max_group_channels))
+    kg = draw(st.integers(1, 3))
+    mode = draw(st.sampled_from(("conv", "conv", "trans")))
+    filt = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    dils = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    pads = tuple(draw(st.integers(0, 2)) for _ in range(nd))
+    size_max = 7 if nd == 2 else 5
+    in_sp = tuple(draw(st.integers(1, size_max)) for _ in range(nd))
+    adj: tuple[int, ...] = (0,) * nd
+    pad_mode = "default"
+    if mode == "trans":
+        adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils))
+        pads = tuple(min(p, d * (f - 1)) for p, d, f in zip(pads, dils, filt))
+    else:
+        pad_mode = draw(st.sampled_from(("default", "default", "same", "valid")))
+    try:
+        p = ConvProblem(draw(st.sampled_from(("fwd", "bwd", "wrw"))), draw(st.sampled_from(dtypes)),
+                        draw(st.integers(1, 3)), groups * cg, groups * kg, in_sp, filt, pads, strides, dils,
+                        groups=groups, mode=mode, trans_output_pads=adj, pad_mode=pad_mode)
+    except ProblemError:
+        assume(False)
+        raise
+    assume(all(o >= 1 for o in p.out_spatial))
+    return p
+
+
+@SETTINGS
+@given(p=conv_problems(), seed=st.integers(0, 3))
+def test_conv_matches_torch_fp64_and_fp32(p: ConvProblem, seed: int) -> None:
+    inputs = R.make_inputs(p, seed)
+    expect = torch_conv(p, inputs)
+    (out64,) = R.run_reference(p, inputs, precision="fp64").values()
+    assert out64.dtype == np.float64 and out64.shape == expect.shape
+    assert _rel_err(out64, expect) < 1e-12
+    (out32,) = R.run_reference(p, inputs).values()
+    assert out32.dtype == np.float32
+    assert _rel_err(out32, expect) < 1e-5
+
+
+@settings(max_examples=15, deadline=None)
+@given(p=conv_problems(dtypes=("fp16", "bf16"), allow_3d=False), seed=st.integers(0, 3))
+def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int) -> None:
+    inputs = R.make_inputs(p, seed)
+    for a in inputs.values():
+        if p.dtype == "fp16":
+            assert a.dtype == np.float16
+        else:  # bf16: float32 holding values with the low 16 bits clear
+            assert a.dtype == np.float32
+            assert not np.any(a.view(np.uint32) & 0xFFFF)
+    expect = torch_conv(p, inputs)
+    (out,) = R.run_reference(p, inputs).values()
+    assert out.dtype == np.float32
+    assert _rel_err(out, expect) < 1e-5
+
+
+def test_int8_is_exact_int32() -> None:
+    for direction in ("fwd", "bwd", "wrw"):
+        p = ConvProblem(direction, "int8", 2, 8, 6, (7, 6), (3, 3), (1, 1), (2, 1), (1, 1), groups=2)
+        inputs = R.make_inputs(p, 5)
+        assert all(a.dtype == np.int8 for a in inputs.values())
+        (out,) = R.run_reference(p, inputs).values()
+        assert out.dtype == np.int32
+        np.testing.assert_array_equal(out, np.rint(torch_conv(p, inputs)).astype(np.int32))
+
+
+def test_int8_large_reduction_falls_back_to_float64_exactly() -> None:
+    # |x|,|w| <= 127 and a reduction of 2304 exceed 2**24: float32 would round
+    p = ConvProblem("fwd", "int8", 1, 256, 4, (3, 3), (3, 3), (1, 1), (1, 1), (1, 1))
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.integers(-127, 128, p.input_shape).astype(np.int8),
+              "w": rng.integers(-127, 128, p.weight_shape).astype(np.int8)}
+    (out,) = R.run_reference(p, inputs).values()
+    exact = np.einsum("ncij,kcij->nk", inputs["x"].astype(np.int64)[:, :, :, :],
+                      inputs["w"].astype(np.int64))  # centre pixel, full overlap
+    assert out[:, :, 1, 1].astype(np.int64).tolist() == exact.tolist()
+
+
+@pytest.mark.skipif(numba_kernels.available() is not None, reason="numba not installed")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=conv_problems(max_group_channels=3), seed=st.integers(0, 3))
+def test_numba_engine_matches_numpy(p: ConvProblem, seed: int) -> None:
+    assume(p.groups > 1)
+    inputs = R.make_inputs(p, seed)
+    (ref,) = R.run_reference(p, inputs, precision="fp64").values()
+    (out64,) = R.run_reference(p, inputs, precision="fp64", engine="numba").values()
+    (out32,) = R.run_reference(p, inputs, engine="numba").values()
+    uses = numba_kernels.conv_applies(R.conv_geometry(p), numba_kernels._kernel_of(p))
+    assert ("numba" in R.engine_used(p, "numba")) == uses
+    assert _rel_err(out64, ref) < 1e-12
+    # the kernels themselves, whether or not the engine picks them for this geometry
+    g = R.conv_geometry(p)
+    arrays = [inputs[n].astype(np.float64) for n in R.tensor_names(p)[0]]
+    direct = R._conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
+    assert _rel_err(direct, ref) < 1e-12
+    assert _rel_err(out32, ref) < 1e-5
+
+
+def test_numba_kernel_choice() -> None:
+    dw = ConvProblem("fwd", "fp32", 2, 32, 32, (14, 14), (3, 3), (1, 1), (2, 2), (1, 1), groups=32)
+    g = R.conv_geometry(dw)
+    assert numba_kernels._kernel_of(dw) == "fwd"
+    assert numba_kernels._kernel_of(dataclasses.replace(dw, mode="trans")) == "bwd"
+    assert numba_kernels._kernel_of(dataclasses.replace(dw, direction="bwd")) == "bwd"
+    assert not numba_kernels.conv_applies(g, "fwd")      # stride 2, small plane: numpy is faster
+    assert not numba_kernels.conv_applies(g, "wrw")
+    assert numba_kernels.conv_applies(g, "bwd")
+    assert numba_kernels.conv_applies(R.conv_geometry(dataclasses.replace(dw, strides=(1, 1))), "fwd")
+
+
+def test_numba_engine_falls_back_for_dense_layers() -> None:
+    p = ConvProblem("fwd", "fp32", 2, 8, 8, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p)
+    assert "numpy" in R.engine_used(p, "numba")
+    np.testing.assert_array_equal(R.run_reference(p, inputs, engine="numba")["y"],
+                                  R.run_reference(p, inputs)["y"])
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
+@pytest.mark.parametrize("mode", ["conv", "trans"])
+def test_chunking_and_row_splits_give_the_same_result(direction: str, mode: str) -> None:
+    p = ConvProblem(direction, "fp32", 5, 6, 4, (9, 8), (3, 3), (1, 1), (2, 2), (1, 1), mode=mode)
+    inputs = R.make_inputs(p, 1)
+    (whole,) = R.run_reference(p, inputs, precision="fp64").values()
+    for budget in (1, 2000, 20000):   # 1 byte: one output row per chunk
+        (part,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
+        assert _rel_err(part, whole) < 1e-13
+
+
+def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    p = ConvProblem("wrw", "fp32", 4, 8, 8, (10, 10), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p, 2)
+    monkeypatch.setattr(R, "THREADS", 2)
+    assert R._split_parts(R.conv_geometry(p), False) in (1, 2)
+    (a,) = R.run_reference(p, inputs, precision="fp64").values()
+    monkeypatch.setattr(R, "THREADS", 1)
+    (b,) = R.run_reference(p, inputs, precision="fp64").values()
+    assert _rel_err(a, b) < 1e-13
+
+
+def test_nhwc_problem_computes_the_same_logical_result() -> None:
+    nchw = ConvProblem("fwd", "fp32", 2, 4, 6, (5, 5), (3, 3), (1, 1), (1, 1), (1, 1))
+    nhwc = dataclasses.replace(nchw, in_layout="NHWC", fil_layout="NHWC", out_layout="NHWC")
+    inputs = R.make_inputs(nchw, 3)
+    assert {k: v.shape for k, v in R.make_inputs(nhwc, 3).items()} == {k: v.shape for k, v in inputs.items()}
+    # an NHWC-strided array (as a channels-last framework tensor would be) is accepted
+    strided = {k: np.ascontiguousarray(v.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) for k, v in inputs.items()}
+    np.testing.assert_array_equal(R.run_reference(nhwc, strided)["y"], R.run_reference(nchw, inputs)["y"])
+
+
+def test_make_inputs_names_shapes_and_determinism() -> None:
+    fwd = ConvProblem("fwd", "fp32", 2, 4, 6, (5, 5), (3, 3), (1, 1), (1, 1), (1, 1), mode="trans")
+    wrw = dataclasses.replace(fwd, direction="wrw")
+    bwd = dataclasses.replace(fwd, direction="bwd")
+    a, b, c = R.make_inputs(fwd, 7), R.make_inputs(wrw, 7), R.make_inputs(bwd, 7)
+    assert set(a) == {"x", "w"} and set(b) == {"x", "dy"} and set(c) == {"dy", "w"}
+    assert a["x"].shape == fwd.input_shape and a["w"].shape == fwd.weight_shape
+    assert c["dy"].shape == fwd.output_shape
+    np.testing.assert_array_equal(a["x"], b["x"])       # same tensor, same stream
+    assert not np.array_equal(R.make_inputs(fwd, 8)["x"], a["x"])
+    assert R.run_reference(fwd, a)["y"].shape == fwd.output_shape
+    assert R.run_reference(wrw, b)["dw"].shape == fwd.weight_shape
+    assert R.run_reference(bwd, c)["dx"].shape == fwd.input_shape
+
+
+def test_wrong_shape_is_rejected() -> None:
+    p = ConvProblem("fwd", "fp32", 2, 4, 6, (5, 5), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p)
+    inputs["w"] = inputs["w"][:, :2]
+    with pytest.raises(ValueError, match="shape"):
+        R.run_reference(p, inputs)
+    with pytest.raises(KeyError):
+        R.run_reference(p, {"x": inputs["x"]})
+
+
+def test_cancel_raises_cancelled() -> None:
+    p = ConvProblem("fwd", "fp32", 4, 4, 4, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1))
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(R.Cancelled):
+        R.run_reference(p, R.make_inputs(p), cancel=ev)
+
+
+def test_cancel_between_chunks() -> None:
+    p = ConvProblem("fwd", "fp32", 6, 8, 8, (12, 12), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p)
+    ev = threading.Event()
+    calls = {"n": 0}
+    real = R._gather
+
+    def gather_then_cancel(*args, **kw):
+        calls["n"] += 1
+        ev.set()
+        return real(*args, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "_gather", gather_then_cancel)
+        mp.setattr(R, "THREADS", 1)
+        with pytest.raises(R.Cancelled):
+            R.run_reference(p, inputs, cancel=ev, chunk_bytes=10_000)
+    assert calls["n"] == 1   # stopped after the first chunk
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_peak_bytes_bounds_the_measured_peak(direction: str, stride: int) -> None:
+    p = ConvProblem(direction, "fp16", 4, 32, 48, (28, 28), (3, 3), (1, 1), (stride, stride), (1, 1))
+    inputs = R.make_inputs(p)
+    slack = 256 << 10   # Python objects tracemalloc also counts (threads, futures, views)
+    for precision in ("fp32", "fp64"):
+        R.run_reference(p, inputs, precision=precision)   # one-time set-up (thread pool, ctypes) first
+        R.release_workspace()
+        predicted = R.peak_bytes(p, precision)
+        inputs_bytes = sum(a.nbytes for a in inputs.values())
+        tracemalloc.start()
+        try:
+            R.run_reference(p, inputs, precision=precision)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        R.release_workspace()
+        # tracemalloc sees numpy's allocations from the run (inputs existed before)
+        assert peak + inputs_bytes <= predicted * 1.05 + slack, (peak, inputs_bytes, predicted)
+        assert predicted < 4 * (peak + inputs_bytes), (peak, inputs_bytes, predicted)
+
+
+def test_chunk_budget_bounds_memory_of_a_huge_layer() -> None:
+    # whole-batch im2col: 64 * 256 * 9 * 56*56 * 4 bytes = 1.85 GB
+    p = ConvProblem("fwd", "fp32", 64, 256, 256, (56, 56), (3, 3), (1, 1), (1, 1), (1, 1))
+    g = R.conv_geometry(p)
+    im2col = p.n * p.c * 9 * math.prod(p.out_spatial) * 4
+    tensors = (math.prod(p.input_shape) + math.prod(p.output_shape) + math.prod(p.weight_shape)) * 4
+    small = R.peak_bytes(p, chunk_bytes=16 << 20)
+    assert small < tensors + 4 * (16 << 20) + tensors // 2
+    assert small < im2col / 3
+    assert R.peak_bytes(p, chunk_bytes=1 << 40) > im2col
+    # a single image larger than the budget splits its rows
+    plan = R._conv_plan(g, 4, 1 << 20)
+    assert plan.images == 1 and plan.rows < p.out_spatial[0]

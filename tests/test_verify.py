@@ -1,0 +1,215 @@
+"""MIOpen's rms_range, MIOpenDriver's tolerances, and compare() verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from miotui.execute import reference as R
+from miotui.execute import verify as V
+from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem,
+                             PoolProblem, SoftmaxProblem)
+
+
+def conv(direction: str = "fwd", dtype: str = "fp32", n: int = 2, hw: int = 8, mode: str = "conv") -> ConvProblem:
+    return ConvProblem(direction, dtype, n, 4, 6, (hw, hw), (3, 3), (1, 1), (1, 1), (1, 1), mode=mode)
+
+
+# ----------------------------------------------------------------------------- rms_range
+
+def test_rms_range_by_hand() -> None:
+    ref = np.array([1.0, -4.0, 2.0, 0.0])
+    out = np.array([1.0, -4.0, 2.5, 0.5])
+    # sqrt(0.25 + 0.25) / (sqrt(4) * 4)
+    assert V.rms_range(ref, out) == pytest.approx(math.sqrt(0.5) / 8)
+    # normalised by the larger magnitude of either buffer
+    assert V.rms_range(np.array([0.0, 1.0]), np.array([0.0, -3.0])) == pytest.approx(4 / (math.sqrt(2) * 3))
+
+
+def test_rms_range_edge_cases() -> None:
+    assert V.rms_range(np.zeros(3), np.zeros(4)) == sys.float_info.max
+    assert V.rms_range(np.zeros(0), np.zeros(0)) == 0.0
+    assert V.rms_range(np.zeros(5), np.zeros(5)) == 0.0     # DBL_MIN floor: no division by zero
+    assert V.rms_range(np.zeros((2, 3)), np.zeros(6)) == 0.0   # shapes flatten, as MIOpen's ranges
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=30), st.floats(1e-6, 10))
+def test_rms_range_properties(values: list[float], scale: float) -> None:
+    a = np.array(values)
+    b = a + np.linspace(-1, 1, a.size)
+    assert V.rms_range(a, b) == pytest.approx(V.rms_range(b, a))          # symmetric
+    assert V.rms_range(a * scale, b * scale) == pytest.approx(V.rms_range(a, b), rel=1e-9)   # scale-free
+    assert V.rms_range(a, a) == 0.0
+
+
+# ----------------------------------------------------------------------------- tolerances
+
+@pytest.mark.parametrize("dtype,expected", [("fp32", 1.5e-6), ("int8", 1.5e-6), ("fp16", 8.2e-3),
+                                            ("bf16", 8.2e-3 * 8), ("fp8", 1.5e-6 * 37), ("bf8", 1.5e-6 * 37)])
+def test_conv_forward_tolerance_per_dtype(dtype: str, expected: float) -> None:
+    for direction in ("fwd", "bwd"):
+        tol, why = V.tolerance_for(conv(direction, dtype))
+        assert tol == pytest.approx(expected)
+        assert dtype in why
+
+
+@pytest.mark.parametrize("algorithm", ["5", "miopenConvolutionAlgoImplicitGEMM", "ConvHipImplicitGemmV4R1Fwd",
+                                       "ConvAsmImplicitGemmGTCDynamicFwdXdlops 0.2 ms ws=0"])
+def test_implicit_gemm_multiplies_forward_and_backward_data_by_ten(algorithm: str) -> None:
+    assert V.algorithm_kind(algorithm) == "igemm"
+    assert V.tolerance_for(conv("fwd"), algorithm)[0] == pytest.approx(1.5e-5)
+    assert V.tolerance_for(conv("bwd", "fp16"), algorithm)[0] == pytest.approx(8.2e-2)
+    assert V.tolerance_for(conv("fwd"), "GemmFwd1x1_0_1")[0] == pytest.approx(1.5e-6)
+    assert V.tolerance_for(conv("fwd"), "1")[0] == pytest.approx(1.5e-6)   # Direct
+
+
+def test_backward_weights_tolerances() -> None:
+    small = conv("wrw", n=1, hw=8)   # reduction 64: MIOpen's fixed values
+    assert V.tolerance_for(small)[0] == pytest.approx(3e-6)
+    assert V.tolerance_for(dataclasses.replace(small, mode="trans"))[0] == pytest.approx(6e-6)
+    assert V.tolerance_for(dataclasses.replace(small, dtype="fp16", mode="trans"))[0] == pytest.approx(0.0164)
+    assert V.tolerance_for(small, "3")[0] == pytest.approx(3e-5)                      # fp32 Winograd
+    assert V.tolerance_for(small, "ConvBinWinogradRxSf2x3")[0] == pytest.approx(3e-5)
+    assert V.tolerance_for(dataclasses.replace(small, dtype="fp16"), "3")[0] == pytest.approx(0.0164)
+    assert V.tolerance_for(small, "5")[0] == pytest.approx(0.01)                       # WORKAROUND_ISSUE_2176
+    assert V.tolerance_for(dataclasses.replace(small, dtype="fp16"), "5")[0] == pytest.approx(0.082)
+    assert V.tolerance_for(dataclasses.replace(small, dtype="bf8"))[0] == pytest.approx(1.5e-6 * 37 * 4)
+
+
+def test_backward_weights_tolerance_grows_with_the_reduction_length() -> None:
+    p = ConvProblem("wrw", "fp32", 8, 3, 64, (224, 224), (7, 7), (3, 3), (2, 2), (1, 1))
+    length = 8 * 112 * 112
+    tol, why = V.tolerance_for(p)
+    assert tol == pytest.approx(3e-6 * math.sqrt(length / V.WRW_REDUCTION_BASE))
+    assert str(length) in why and "sqrt" in why
+    # transposed: the reduction runs over x's pixels
+    t = ConvProblem("wrw", "fp32", 4, 8, 8, (64, 64), (3, 3), (1, 1), (2, 2), (1, 1), mode="trans")
+    assert V.tolerance_for(t)[0] == pytest.approx(6e-6 * math.sqrt(4 * 64 * 64 / V.WRW_REDUCTION_BASE))
+    # forward never grows
+    assert V.tolerance_for(dataclasses.replace(p, direction="fwd"))[0] == pytest.approx(1.5e-6)
+
+
+def test_other_kinds_tolerances() -> None:
+    bn = BatchNormProblem("fwd_train", "fp32", 2, 3, (4, 4))
+    assert V.tolerance_for(bn)[0] == 1e-4
+    assert V.tolerance_for(dataclasses.replace(bn, dtype="fp16"))[0] == 5e-4
+    assert V.tolerance_for(dataclasses.replace(bn, direction="bwd"))[0] == pytest.approx(0.1)
+    pool = PoolProblem("fwd", "fp32", 1, 1, (4, 4), (2, 2), (0, 0), (2, 2))
+    assert V.tolerance_for(pool)[0] == 1e-5
+    assert V.tolerance_for(dataclasses.replace(pool, dtype="fp16"))[0] == 5e-3
+    assert V.tolerance_for(dataclasses.replace(pool, direction="bwd"))[0] == 1e-6
+    act = ActivationProblem("fwd", "fp16", 1, 1, (2, 2))
+    assert V.tolerance_for(act)[0] == pytest.approx(80 * 2 ** -10)
+    assert V.tolerance_for(LRNProblem("fwd", "fp32", 1, 1, (2, 2)))[0] == 1.5e-4
+    assert V.tolerance_for(LRNProblem("bwd", "fp32", 1, 1, (2, 2)))[0] == 6e-5
+    assert V.tolerance_for(SoftmaxProblem("fwd", "fp16", 1, 1, (2, 2)))[0] == 5e-2
+    assert V.tolerance_for(SoftmaxProblem("fwd", "bf16", 1, 1, (2, 2)))[0] == 1e-3
+    fusion = FusionProblem(2, "fp32", 1, 2, (3, 3))
+    assert V.tolerance_for(fusion)[0] == pytest.approx(80 * 2 ** -23)
+
+
+# ----------------------------------------------------------------------------- compare
+
+def _ref_and_fp32(p):
+    inputs = R.make_inputs(p, 1)
+    return R.run_reference(p, inputs, precision="fp64"), R.run_reference(p, inputs)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
+def test_fp32_reference_verifies_against_fp64(direction: str) -> None:
+    p = conv(direction)
+    ref, out = _ref_and_fp32(p)
+    v = V.compare(p, ref, out)
+    assert v.ok and v.metric == "rms_range"
+    assert 0 < v.rms_range < v.tolerance and v.error == v.rms_range
+    assert v.max_abs > 0 and v.max_rel >= 0
+    assert "rms_range" in v.how and "float64" in v.how and f"{v.tolerance:.3g}" in v.how
+
+
+def test_fp16_output_rounding_passes_the_fp16_tolerance_and_fails_fp32s() -> None:
+    p = conv("fwd", "fp16")
+    ref, out = _ref_and_fp32(p)
+    rounded = {"y": out["y"].astype(np.float16)}
+    assert V.compare(p, ref, rounded).ok
+    assert not V.compare(dataclasses.replace(p, dtype="fp32"), ref, rounded).ok
+
+
+def test_perturbed_nan_missing_and_misshaped_outputs_fail() -> None:
+    p = conv("fwd")
+    ref, out = _ref_and_fp32(p)
+    bad = out["y"].copy()
+    bad.flat[7] += 0.5
+    v = V.compare(p, ref, {"y": bad})
+    assert not v.ok and v.error > v.tolerance and ">" in v.how
+    nan = out["y"].copy()
+    nan.flat[0] = np.nan
+    v = V.compare(p, ref, {"y": nan})
+    assert not v.ok and "NaN" in v.how
+    v = V.compare(p, ref, {"dx": out["y"]})
+    assert not v.ok and "missing" in v.how
+    v = V.compare(p, ref, {"y": out["y"][:1]})
+    assert not v.ok and v.rms_range == sys.float_info.max
+
+
+def test_igemm_tolerance_changes_the_verdict() -> None:
+    p = conv("fwd")
+    ref, out = _ref_and_fp32(p)
+    # an error between 1.5e-6 and 1.5e-5 in rms_range
+    noisy = out["y"] + (np.abs(ref["y"]).max() * 4e-6) * np.sign(np.random.default_rng(0).standard_normal(out["y"].shape))
+    assert not V.compare(p, ref, {"y": noisy}).ok
+    v = V.compare(p, ref, {"y": noisy}, algorithm="ConvHipImplicitGemmV4R1Fwd")
+    assert v.ok and "ImplicitGEMM" in v.how
+
+
+def test_torch_cpu_results_verify_like_miopendriver_would() -> None:
+    torch = pytest.importorskip("torch")
+    p = ConvProblem("wrw", "fp32", 8, 16, 32, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p, 2)
+    ref = R.run_reference(p, inputs, precision="fp64")
+    dw = torch.nn.grad.conv2d_weight(torch.from_numpy(inputs["x"]), p.weight_shape,
+                                     torch.from_numpy(inputs["dy"]), padding=1)
+    v = V.compare(p, ref, {"dw": dw.numpy()})
+    assert v.ok, v.how
+
+
+def test_multi_output_batchnorm_reports_every_output() -> None:
+    p = BatchNormProblem("fwd_train", "fp32", 4, 3, (5, 5), save=True, running=True)
+    ref, out = _ref_and_fp32(p)
+    v = V.compare(p, ref, out)
+    assert v.ok and v.tolerance == 1e-4
+    for name in ("y", "running_mean", "running_var", "saved_mean", "saved_inv_var"):
+        assert name in v.how
+    out["saved_mean"] = out["saved_mean"] + 1.0
+    assert not V.compare(p, ref, out).ok
+
+
+def test_pooling_metrics() -> None:
+    p = PoolProblem("fwd", "fp32", 2, 3, (6, 6), (2, 2), (0, 0), (2, 2), mode="avg")
+    ref, out = _ref_and_fp32(p)
+    v = V.compare(p, ref, out)
+    assert v.ok and v.metric == "max_abs" and v.error == v.max_abs
+    shifted = {"y": out["y"] + 2e-5}
+    assert not V.compare(p, ref, shifted).ok                     # 2e-5 > 1e-5 per element
+    pb = dataclasses.replace(p, direction="bwd")
+    ref, out = _ref_and_fp32(pb)
+    v = V.compare(pb, ref, out)
+    assert v.ok and v.metric == "rms"
+
+
+def test_activation_elementwise_rule_accepts_small_absolute_or_relative_errors() -> None:
+    p = ActivationProblem("fwd", "fp32", 1, 1, (1, 3), mode=0)
+    tol = V.tolerance_for(p)[0]
+    ref = {"y": np.array([[[[0.0, 1e6, 1.0]]]])}
+    # element 0: abs 1e-6 <= tol; element 1: abs 1 but relative 1e-6 <= tol
+    out = {"y": np.array([[[[1e-6, 1e6 + 1, 1.0]]]])}
+    v = V.compare(p, ref, out)
+    assert v.ok and v.metric == "elementwise"
+    out["y"][0, 0, 0, 2] = 1.0 + 10 * tol      # both abs and rel too large
+    assert not V.compare(p, ref, out).ok
