@@ -28,6 +28,11 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+# torch's OpenMP threads spin after each op by default; with numpy runs alternating in the
+# same process that idle spinning slowed numpy up to 17x here. Must be set before torch
+# is imported (a user's own setting wins).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, Problem, SoftmaxProblem)
 
