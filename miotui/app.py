@@ -811,8 +811,15 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int]) ->
 
     def _hangup(signum: int, frame: Any) -> None:
         # Terminal closed or `kill`: leave like ctrl+q (stop runs, remove the demo's log).
-        app.shutdown_background()
-        app.exit(return_code=128 + signum)
+        # A signal handler interrupts the event loop's own thread, possibly inside a lock:
+        # doing the shutdown here deadlocked. Ask the loop to exit from another thread.
+        def request_exit() -> None:
+            try:
+                app.call_from_thread(app.exit, 128 + signum)
+            except Exception:  # the app is already gone or going
+                pass
+
+        threading.Thread(target=request_exit, name="miotui-signal", daemon=True).start()
 
     for sig in (signal.SIGHUP, signal.SIGTERM):
         try:

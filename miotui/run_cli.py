@@ -166,7 +166,7 @@ def run_main(ns: argparse.Namespace) -> int:
                 rows.append((name, result, ""))
                 if result.status != "ok":
                     exit_code = EXIT_FAILED
-            blocks.append({"problem": problem, "rows": rows})
+            blocks.append({"problem": _as_run(problem, ns.batch), "rows": rows})
     except KeyboardInterrupt:
         cancel.set()
         print("miotui run: interrupted", file=sys.stderr)
@@ -179,6 +179,19 @@ def run_main(ns: argparse.Namespace) -> int:
     else:
         _print_tables(blocks, warnings, where, ns.backend == "all")
     return exit_code
+
+
+def _as_run(problem: Any, batch: Optional[int]) -> Any:
+    """The layer as it ran: with ``--batch`` the JSON and the title describe N images, so
+    the printed command reproduces what was timed (the result's note names the log's N)."""
+    if batch is None:
+        return problem
+    from miotui.execute.guard import with_batch
+    from miotui.problems import ProblemError
+    try:
+        return with_batch(problem, batch)
+    except (ProblemError, ValueError):
+        return problem
 
 
 def _skip_reason(name: str, problem: Any, ns: argparse.Namespace) -> str:

@@ -184,3 +184,13 @@ def test_python_m_miotui_run_end_to_end(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "miotui", "run", "conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -q"],
                           capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
     assert proc.returncode == 2 and "miotui run:" in proc.stderr
+
+
+def test_batch_override_describes_the_layer_that_ran(capsys):
+    """Review finding: with --batch the JSON showed the log's N while N images were timed."""
+    import json as _json
+    from miotui.cli import main
+    rc = main(["run", "conv -n 2 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1",
+               "--backend", "numpy", "--batch", "3", "--iters", "1", "--json"])
+    layer = _json.loads(capsys.readouterr().out)["layers"][0]
+    assert rc == 0 and layer["problem"]["n"] == 3 and " -n 3 " in layer["driver_command"]

@@ -213,3 +213,22 @@ def test_activation_elementwise_rule_accepts_small_absolute_or_relative_errors()
     assert v.ok and v.metric == "elementwise"
     out["y"][0, 0, 0, 2] = 1.0 + 10 * tol      # both abs and rel too large
     assert not V.compare(p, ref, out).ok
+
+
+def test_wrw_tolerance_growth_cannot_let_a_wrong_result_pass():
+    """Review finding: an unbounded sqrt(L) factor let an all-zero bf16 weight gradient pass."""
+    import numpy as np
+    from miotui.execute.reference import make_inputs, run_reference
+    from miotui.execute.verify import compare, tolerance_for
+    from miotui.problems import ConvProblem
+
+    big = ConvProblem("wrw", "bf16", 64, 2, 2, (112, 112), (3, 3), (1, 1), (1, 1), (1, 1))
+    tol, _ = tolerance_for(big)
+    assert tol == pytest.approx(8.2e-3 * 8 * 2)  # MIOpenDriver's own bf16 weights tolerance
+    huge32 = ConvProblem("wrw", "fp32", 4096, 2, 2, (112, 112), (3, 3), (1, 1), (1, 1), (1, 1))
+    assert tolerance_for(huge32)[0] <= 1.5e-6 * 2 * 16
+    small = ConvProblem("wrw", "bf16", 16, 2, 2, (56, 56), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = make_inputs(small, seed=0)
+    ref = run_reference(small, inputs, precision="fp64")
+    zeros = {k: np.zeros_like(v) for k, v in ref.items()}
+    assert not compare(small, ref, zeros).ok

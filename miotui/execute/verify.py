@@ -43,6 +43,7 @@ __all__ = ["Verification", "rms_range", "tolerance_for", "compare", "algorithm_k
 
 #: Reduction length up to which MIOpen's fixed weight-gradient tolerance is kept.
 WRW_REDUCTION_BASE = 4096
+WRW_GROWTH_CAP = 16.0
 
 _DBL_MIN = sys.float_info.min
 _DBL_MAX = sys.float_info.max
@@ -155,11 +156,16 @@ def _conv_tolerance(p: ConvProblem, algorithm: Optional[str]) -> tuple[float, st
         tol *= 2.0
         parts.append("x2 for bf8 weights")
     length = _wrw_reduction_length(p)
-    if length > WRW_REDUCTION_BASE:
-        grow = math.sqrt(length / WRW_REDUCTION_BASE)
+    if length > WRW_REDUCTION_BASE and dtype == "fp32" and tol < 1e-3:
+        # Only fp32's tiny base needs room for accumulation rounding over a long reduction;
+        # 2-byte types are dominated by input rounding, and an unbounded factor would let a
+        # grossly wrong output pass. Capped so rms_range stays a meaningful check.
+        grow = min(math.sqrt(length / WRW_REDUCTION_BASE), WRW_GROWTH_CAP)
         tol *= grow
         parts.append(f"x{grow:.2f} = sqrt(L/{WRW_REDUCTION_BASE}) for the reduction length "
                      f"L = N*Ho*Wo = {length} (rounding error grows with it; miotui's addition)")
+    elif length > WRW_REDUCTION_BASE:
+        parts.append(f"reduction length N*Ho*Wo = {length}: not grown (only fp32 is)")
     else:
         parts.append(f"reduction length N*Ho*Wo = {length} <= {WRW_REDUCTION_BASE}: not grown")
     return tol, "; ".join(parts)
