@@ -599,6 +599,24 @@ async def test_export_in_every_format(log):
         assert len(doc["layers"]) == 5 and doc["undecoded"][0]["line"] == 11
 
 
+async def test_export_typed_name_and_highlighted_format_are_kept(log, tmp_path):
+    """Review finding: Down + tab + a typed x.csv + enter wrote a driver script to x.sh."""
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 5)
+        await pilot.press("e", "down", "tab")
+        app.screen.query_one("#path").value = str(tmp_path / "x.csv")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (tmp_path / "x.csv").exists())
+        assert not (tmp_path / "x.sh").exists()
+        assert "executions" in (tmp_path / "x.csv").read_text().splitlines()[0]
+        await pilot.press("e", "down", "down", "tab")       # highlighted JSON, a name without extension
+        app.screen.query_one("#path").value = str(tmp_path / "layers")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: (tmp_path / "layers").exists())
+        assert json.loads((tmp_path / "layers").read_text())["layers"]
+
+
 async def test_command_palette_offers_export(log):
     app = app_for([log])
     async with app.run_test(size=SIZE) as pilot:

@@ -241,15 +241,24 @@ class ExportScreen(ModalScreen[Optional[ExportChoice]]):
             path_input.value = base + {k: e for k, _, e in EXPORT_FORMATS}[fmt]
 
     def _choice(self, fmt: Optional[str] = None) -> Optional[ExportChoice]:
-        if fmt is None:
-            button = self.query_one(RadioSet).pressed_button
-            fmt = (button.name if button is not None else None) or "driver"
         path = self.query_one("#path", Input).value.strip()
         if not path:
             return None
         base, ext = os.path.splitext(path)
         exts = {k: e for k, _, e in EXPORT_FORMATS}
-        if ext in exts.values() and ext != exts[fmt]:
+        if fmt is None:
+            by_ext = {e: k for k, e in exts.items()}
+            if ext in by_ext:
+                # The user typed a name: its extension says what they want (x.csv is CSV).
+                fmt = by_ext[ext]
+            else:
+                choices = self.query_one(ChoiceSet)
+                buttons = list(choices.query(RadioButton))
+                index = choices._selected  # the highlighted option (see ChoiceSet)
+                button = buttons[index] if index is not None and 0 <= index < len(buttons) \
+                    else choices.pressed_button
+                fmt = (button.name if button is not None else None) or "driver"
+        elif ext in exts.values() and ext != exts[fmt]:
             path = base + exts[fmt]
         return ExportChoice(fmt, os.path.expanduser(path))
 
