@@ -117,10 +117,7 @@ def summary_of(result: Any) -> RunSummary:
 
 
 def _error_result(problem: Any, settings: Any, backend: str, message: str, status: str = "error") -> Any:
-    try:
-        from miotui.execute.backends import RunResult
-    except Exception:
-        return LocalResult(backend, problem, settings, status, message)
+    from miotui.execute.backends import RunResult
     return RunResult(backend=backend, problem=problem, settings=settings, status=status, message=message)
 
 
@@ -535,8 +532,7 @@ class MiotuiApp(App):
         try:
             from miotui.execute import backends as be
         except Exception as e:
-            self.post_message(RunResultReady(req, LocalResult(req.backends[0], req.problem, req.settings,
-                                                             message=f"backends unavailable: {e}")))
+            self.notify(f"cannot run: the execution backends failed to load ({e})", severity="error")
             self.post_message(RunDone(req))
             return
         if backends == ["*all*"]:
@@ -708,26 +704,6 @@ class MiotuiApp(App):
                             self.layers_screen.action_toggle_log)
         yield SystemCommand("Follow the newest layer", "resume following", self.layers_screen.action_follow)
         yield SystemCommand("Keys", "every key binding and its id", self.action_help)
-
-
-@dataclass(frozen=True)
-class LocalResult:
-    """A result made here when the execution package itself cannot be imported."""
-
-    backend: str
-    problem: Any
-    settings: Any
-    status: str = "error"
-    message: str = ""
-    median_ms: Optional[float] = None
-    min_ms: Optional[float] = None
-    jit_ms: Optional[float] = None
-    gflops: Optional[float] = None
-    gbps: Optional[float] = None
-    verification: Any = None
-    note: str = ""
-    engine: str = ""
-    iterations: int = 0
 
 
 # ---------------------------------------------------------------------- entry point

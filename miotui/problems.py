@@ -434,8 +434,8 @@ class SoftmaxProblem(_ProblemBase):
         _positive("n", self.n)
         _positive("c", self.c)
         _spatial_tuple("in_spatial", self.in_spatial, 2, 1)
-        _check(self.algorithm in (0, 1, 2), f"softmax algorithm must be 0 (fast), 1 (accurate) or 2 (log)")
-        _check(self.mode in (0, 1), f"softmax mode must be 0 (instance) or 1 (channel)")
+        _check(self.algorithm in (0, 1, 2), "softmax algorithm must be 0 (fast), 1 (accurate) or 2 (log)")
+        _check(self.mode in (0, 1), "softmax mode must be 0 (instance) or 1 (channel)")
 
     layout: ClassVar[str] = "NCHW"
 

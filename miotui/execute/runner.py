@@ -396,7 +396,6 @@ def launch_driver(problem: Problem, settings: RunSettings, on_line: Callable[[st
     """
     name = "miopen-driver"
     start = time.monotonic()
-    from miotui.driver import DriverCommandError
     try:
         problem, batch_note = _apply_batch(problem, settings)
     except ProblemError as e:
