@@ -194,8 +194,19 @@ async def test_follow_pauses_off_the_newest_row_and_counts_new_ones(tmp_path):
 
 
 async def test_a_large_file_is_scanned_in_the_background_with_a_progress_bar(tmp_path, monkeypatch):
+    import time as _time
+
     import miotui.logs.follow as follow
+    from miotui.logs.scan import LogScanner
     monkeypatch.setattr(follow, "CHUNK", 1 << 16)
+    # Slow each chunk a little so the scan spans several UI polls however fast the machine is.
+    real_feed = LogScanner.feed
+
+    def slow_feed(self, data):
+        _time.sleep(0.01)
+        real_feed(self, data)
+
+    monkeypatch.setattr(LogScanner, "feed", slow_feed)
     log = tmp_path / "big.log"
     body = (conv() * 50 + conv(n=2) * 50 + pool() * 20).encode()
     with open(log, "wb") as fh:
