@@ -11,7 +11,7 @@ from miotui.problems import ConvProblem
 
 def shape_text(layer: LayerSnapshot) -> str:
     p = layer.problem
-    dims = "x".join(str(v) for v in p.input_shape[1:]) if hasattr(p, "input_shape") else ""
+    dims = "x".join(str(v) for v in p.input_shape[1:])
     if isinstance(p, ConvProblem):
         f = "x".join(str(v) for v in p.filter)
         extra = f" g{p.groups}" if p.groups > 1 else ""
@@ -37,9 +37,9 @@ def render_table(catalog: Catalog) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=160, force_terminal=False)
     console.print(table)
-    for layer in layers:
+    for i, layer in enumerate(layers, 1):
         for w in layer.warnings:
-            console.print(f"  warning (layer {layers.index(layer) + 1}): {w}")
+            console.print(f"  warning (layer {i}): {w}")
     if catalog.undecoded_count:
         console.print(f"{catalog.undecoded_count} MIOpen-looking lines or blocks could not be decoded "
                       f"(see --format json for each line and reason)")

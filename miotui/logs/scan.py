@@ -120,8 +120,6 @@ def classify(line: str) -> tuple:
     return (TEXT, stripped)
 
 
-_GUESS_WARNINGS: frozenset[str] = frozenset()
-
 #: Fields a Command line may not carry although the API block of the same call does.
 _LOSSY_FIELDS = frozenset({"dtype", "param_dtype", "trans_output_pads", "pad_mode", "in_layout",
                            "fil_layout", "out_layout", "layout"})
@@ -176,8 +174,7 @@ class LogScanner:
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
         from miotui.logs.trace import DTYPE_GUESS_WARNING, TraceDecoder
-        global _GUESS_WARNINGS
-        _GUESS_WARNINGS = frozenset({DTYPE_GUESS_WARNING})
+        self._guess_warnings = frozenset({DTYPE_GUESS_WARNING})
         self.trace = TraceDecoder()
         self.levels = LevelDecoder()
         self.driver = DriverLogTracker()
@@ -261,15 +258,6 @@ class LogScanner:
                     block.params.append(c[4])
                     block.raw.append(line)
                     continue
-            elif kind == CLOSE:
-                block = blocks.pop(c[1], None)
-                if block is not None:
-                    block.raw.append(line)
-                    self.line_no = n
-                    self._close_block(block)
-                    continue
-                self._orphan.discard(c[1])
-                continue
             elif kind == NOISE:
                 continue
             self.line_no = n
@@ -327,7 +315,7 @@ class LogScanner:
         if kind == LEVEL:
             events = self.levels.decode(c[2], c[3], c[4])
             if events:
-                self._apply(events, c[1], n, line, "info")
+                self._apply(events, c[1], n, line)
             return
         if kind == OLD_COMMAND:
             self._old_command(c[1], c[2], n, line)
@@ -353,7 +341,7 @@ class LogScanner:
         if events:
             def raw() -> list[tuple[int, str]]:
                 return [(block.first_line + i, text) for i, text in enumerate(block.raw)]
-            self._apply(events, block.tid, block.first_line, block.raw[0], "api-trace", raw)
+            self._apply(events, block.tid, block.first_line, block.raw[0], raw)
 
     def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
         key = (fn, args, "")
@@ -364,7 +352,7 @@ class LogScanner:
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        self._apply(events, tid, n, line, "command")
+        self._apply(events, tid, n, line)
 
     def _old_command(self, api: str, args: str, n: int, line: str) -> None:
         key = ("", args, api)
@@ -374,7 +362,7 @@ class LogScanner:
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        self._apply(events, "", n, line, "command")
+        self._apply(events, "", n, line)
 
     @staticmethod
     def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],
@@ -398,7 +386,7 @@ class LogScanner:
                 if len(self._db_cache) < LINE_CACHE_SIZE and len(line) <= 4096:
                     self._db_cache[line] = events
             if events:
-                self._apply(events, "", n, line, "db")
+                self._apply(events, "", n, line)
                 return
         try:
             events = self.driver.feed(line)
@@ -409,11 +397,11 @@ class LogScanner:
                 self._cache[line] = (NOISE,)
             return
         if events:
-            self._apply(events, "", n, line, "driver")
+            self._apply(events, "", n, line)
 
     # ------------------------------------------------------------------ events -> catalog
 
-    def _apply(self, events: list[Event], tid: str, n: int, line: str, via: str,
+    def _apply(self, events: list[Event], tid: str, n: int, line: str,
                raw: Optional[Callable[[], list[tuple[int, str]]]] = None) -> None:
         catalog = self.catalog
         for ev in events:
@@ -452,7 +440,7 @@ class LogScanner:
                 # The block's data type was guessed; this form of the same call (its Command
                 # line, an Info line, a Find-Db key lookup) knows it.
                 problem = _with_dtype(h_ev.problem, ev.problem)
-                warnings = tuple(w for w in h_ev.warnings if w not in _GUESS_WARNINGS) + ev.warnings
+                warnings = tuple(w for w in h_ev.warnings if w not in self._guess_warnings) + ev.warnings
                 self.catalog.add_sighting(problem, h_ev.role, "api-trace", h_n, self.file, warnings,
                                           h_ev.annotations, h_raw)
                 mention = ev.role == "mention"
@@ -463,7 +451,7 @@ class LogScanner:
                 self._last_row[tid] = row
                 return
             self._add(tid, h_ev, h_n, h_raw, h_notes)
-        if ev.source == "api-trace" and ev.role != "mention" and any(w in _GUESS_WARNINGS for w in ev.warnings):
+        if ev.source == "api-trace" and ev.role != "mention" and any(w in self._guess_warnings for w in ev.warnings):
             self._held[tid] = (ev, n, raw, [])
             return
         self._add(tid, ev, n, raw)
