@@ -143,10 +143,11 @@ class Catalog:
         """Record one sighting. ``count`` False adds the source without counting the call
         again (its other form, e.g. the Command line of an API block already counted).
         ``raw`` builds the source-line excerpt; it is called only for a new row."""
-        row = self.row_for(problem, line, file)
+        row = self._by_problem.get(problem) or self.row_for(problem, line, file)
         if count:
             row.counts[role] += 1
-        row.last_line = max(row.last_line, line)
+        if line > row.last_line:
+            row.last_line = line
         row.sources[source] = None
         if file:
             row.files[file] = None
@@ -160,7 +161,11 @@ class Catalog:
         return row
 
     def _annotate_row(self, row: _Row, name: str, value: str) -> None:
-        values = row.annotations.setdefault(name, [])
+        values = row.annotations.get(name)
+        if values is None:
+            values = row.annotations[name] = []
+        elif values[-1] == value:  # already the latest (the common case: a repeated call)
+            return
         if value in values:
             values.remove(value)
         values.append(value)

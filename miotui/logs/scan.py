@@ -33,6 +33,11 @@ LINE_CACHE_SIZE = 100_000
 LINE_CACHE_CHARS = 24_000_000
 #: Lines kept per open API block (a block is ~20 lines; more means a lost `}`).
 MAX_BLOCK_LINES = 400
+#: Whole API blocks recognised by their text (see ``LogScanner._whole_block``): at most this
+#: many characters per block, and a cache bounded like the line cache.
+MAX_FAST_BLOCK = 32_768
+BLOCK_CACHE_SIZE = 20_000
+BLOCK_CACHE_CHARS = 24_000_000
 
 _PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
 _LEAD_TID_RE = re.compile(r"(?:^|[\s|:])(\d+) $")
@@ -82,7 +87,8 @@ def classify(line: str) -> tuple:
         if stripped == "}":
             return (CLOSE, tid)
         if stripped.endswith("{"):
-            return (HEADER, tid, stripped)
+            # and the text of the block's own "}" line, to look for (see LogScanner._whole_block)
+            return (HEADER, tid, stripped, "\n" + line[:len(line) - len(body)] + "}")
         if body.startswith("Command ["):
             m = _COMMAND_RE.match(body.rstrip())
             if m:
@@ -155,6 +161,10 @@ class _Block:
 class LogScanner:
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
+    #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
+    #: two must give the same catalog, which the tests check).
+    whole_blocks = True
+
     def __init__(self, catalog: Catalog, file: str = ""):
         self.catalog = catalog
         self.file = file
@@ -164,11 +174,17 @@ class LogScanner:
         self._cache_chars = 0
         self._blocks: dict[str, _Block] = {}
         self._orphan: set[str] = set()
-        self._pending: dict[str, dict] = {}   # tid -> {(problem, role): sources seen} of its current call
+        # tid -> [(problem, role, sources seen)] of its current call (a list: one or two
+        # entries, and no problem hashed per sighting)
+        self._pending: dict[str, list[tuple[Problem, str, set[str]]]] = {}
         self._last_row: dict[str, object] = {}
         self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
         self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
+        self._whole_blocks: dict[str, object] = {}   # block text -> _block_entry(text) or False
+        self._whole_chars = 0
+        #: blocks whose events were reused by their text, without the trace decoder (for tests)
+        self.whole_block_hits = 0
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         from miotui.logs.dbrecords import decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
@@ -206,10 +222,9 @@ class LogScanner:
                 self._carry = b"\r"
             else:
                 self._carry = self._cap(data[cut + 1:])
-            body = data[:cut]
-            if data[cut] == 10 and body.endswith(b"\r"):  # "\r\n" is one line end
-                body = body[:-1]
-            self._process(body)
+            if data[cut] == 10 and cut > 0 and data[cut - 1] == 13:  # "\r\n" is one line end
+                cut -= 1
+            self._process(memoryview(data)[:cut])  # decoded in place, not copied first
 
     def finish(self) -> None:
         """End of input: the last unterminated line counts, open blocks are cut short."""
@@ -230,11 +245,56 @@ class LogScanner:
     def _cap(carry: bytes) -> bytes:
         return carry if len(carry) <= MAX_LINE * 4 else carry[:MAX_LINE * 4]
 
-    def _process(self, data: bytes) -> None:
-        text = data.decode("utf-8", "replace")
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
+    def _process(self, data) -> None:
+        """Whole lines (bytes-like, without the last line end)."""
+        text = str(data, "utf-8", "replace")
+        if "\r" not in text:
+            self._process_range(text, 0, len(text))
+            return
+        # "\r" and "\r\n" end lines too: the text is handled in "\r"-ended pieces rather
+        # than rewritten (a two-character replace costs more than the rest of the scan)
+        cr = text.find("\r")
+        if text.startswith("\r\n", cr):  # CRLF line ends throughout: rewrite once
+            text = text.replace("\r\n", "\n")
+            cr = text.find("\r")
+        start = 0
+        while cr >= 0:
+            self._process_range(text, start, cr)
+            start = cr + 2 if text.startswith("\n", cr + 1) else cr + 1
+            cr = text.find("\r", start)
+        self._process_range(text, start, len(text))
+
+    def _process_range(self, text: str, pos: int, end: int) -> None:
+        """The lines of ``text[pos:end]``: each API block whose text was seen before is
+        handled as one unit (``_whole_block``), the other lines one by one.
+
+        Why: an API trace is ~15 lines per call and a training log repeats the same calls
+        every iteration; finding a block's ``}`` and looking its whole text up costs a few
+        C-level string operations instead of a Python step per line.
+        """
+        if self.whole_blocks:
+            while pos < end:
+                # the next line ending in "{" (one-character searches are memchr-fast; a
+                # two-character one is ten times slower)
+                k = text.find("{", pos, end)
+                while k >= 0 and not text.startswith("\n", k + 1, end):
+                    k = text.find("{", k + 1, end)
+                if k < 0:
+                    break
+                j = text.rfind("\n", pos, k)
+                start = pos if j < 0 else j + 1       # the candidate header line is text[start:k+1]
+                if start > pos:
+                    self._process_lines(text[pos:start - 1].split("\n"))
+                after = self._whole_block(text, start, k + 1, end)
+                if after < 0:
+                    self._process_lines([text[start:k + 1]])
+                    after = k + 2
+                pos = after
+            if pos > end:  # the last block ended the text
+                return
+        self._process_lines(text[pos:end].split("\n"))
+
+    def _process_lines(self, lines: list[str]) -> None:
         cache = self._cache
         blocks = self._blocks
         n = self.line_no
@@ -242,14 +302,7 @@ class LogScanner:
             n += 1
             c = cache.get(line)
             if c is None:
-                if len(line) > MAX_LINE:
-                    line = line[:MAX_LINE]
-                c = classify(line)
-                self._cache_chars += len(line)
-                if len(cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
-                    cache.clear()
-                    self._cache_chars = len(line)
-                cache[line] = c
+                line, c = self._classify_new(line)
             kind = c[0]
             if kind == PARAM:
                 # The hot path: most lines of an API trace are parameters of an open block.
@@ -264,6 +317,91 @@ class LogScanner:
             self._dispatch(kind, c, line, n)
         self.line_no = n
         self.catalog.lines += len(lines)
+
+    def _classify_new(self, line: str) -> tuple[str, tuple]:
+        """Classify a line not in the cache and cache it: (the line as kept, its class)."""
+        if len(line) > MAX_LINE:
+            line = line[:MAX_LINE]
+        c = classify(line)
+        self._cache_chars += len(line)
+        if len(self._cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
+            self._cache.clear()
+            self._cache_chars = len(line)
+        self._cache[line] = c
+        return line, c
+
+    def _whole_block(self, text: str, start: int, header_end: int, end: int) -> int:
+        """Handle the API block whose header line is ``text[start:header_end]`` as one unit;
+        the position after it, or -1 where the line-by-line path must decide (not a header,
+        a block of its thread already open, no ``}`` before ``end``, other lines inside)."""
+        line = text[start:header_end]
+        c = self._cache.get(line)
+        if c is None:
+            if len(line) > MAX_LINE:
+                return -1
+            line, c = self._classify_new(line)
+        if c[0] != HEADER or c[1] in self._blocks:
+            return -1
+        close = c[3]
+        e = text.find(close, header_end, min(end, start + MAX_FAST_BLOCK))
+        if e < 0:
+            return -1
+        after = e + len(close)
+        if after < end and text[after] != "\n":
+            return -1
+        body = text[start:after]
+        entry = self._whole_blocks.get(body)
+        if entry is None:
+            entry = self._block_entry(body)
+            self._whole_chars += len(body)
+            if len(self._whole_blocks) >= BLOCK_CACHE_SIZE or self._whole_chars > BLOCK_CACHE_CHARS:
+                self._whole_blocks.clear()
+                self._whole_chars = len(body)
+            self._whole_blocks[body] = entry
+        if entry is False:
+            return -1
+        tid, header, params, raw, pure = entry[:5]
+        n = self.line_no + 1
+        self.line_no += len(raw)
+        self.catalog.lines += len(raw)
+        self._begin_call(tid)
+        trace = self.trace
+        if pure and entry[5] == trace.state_version:
+            self.whole_block_hits += 1
+            events = entry[6]
+        else:
+            events = self._block_events(header, params)
+            if pure:
+                entry[5:] = [trace.state_version, events]
+        if events:
+            self._apply(events, tid, n, raw[0], self._raw_of(n, raw))
+        return after + 1
+
+    def _block_entry(self, body: str):
+        """(tid, header, params, raw lines) of a block text made only of its header, its
+        thread's parameter lines and its ``}``; False for any other text."""
+        lines = body.split("\n")
+        if len(lines) > MAX_BLOCK_LINES:
+            return False
+        classes = []
+        for line in lines:
+            if len(line) > MAX_LINE:
+                return False
+            c = self._cache.get(line)
+            if c is None:
+                line, c = self._classify_new(line)
+            classes.append(c)
+        head, last = classes[0], classes[-1]
+        tid = head[1]
+        if head[0] != HEADER or last[0] != CLOSE or last[1] != tid:
+            return False
+        params = []
+        for c in classes[1:-1]:
+            if c[0] != PARAM or c[1] != tid:
+                return False
+            params.append(c[4])
+        # the last two: the trace decoder's state version and the events decoded under it
+        return [tid, head[2], tuple(params), tuple(lines), self.trace.is_pure(head[2]), -1, None]
 
     # ------------------------------------------------------------------ dispatch
 
@@ -295,9 +433,7 @@ class LogScanner:
             if old is not None:
                 self._undecoded(old.first_line, "API block cut short: a new block began before its '}'",
                                 old.raw[0])
-            self._orphan.discard(tid)
-            self._flush_held(tid)
-            self._pending.pop(tid, None)
+            self._begin_call(tid)
             self._blocks[tid] = _Block(header, n, line, tid)
             return
         if kind == CLOSE or kind == BARE_CLOSE:
@@ -307,7 +443,7 @@ class LogScanner:
                 self._orphan.discard(tid)
                 return
             block.raw.append(line)
-            self._close_block(block)
+            self._decode_block(tid, block.header, block.params, block.first_line, block.raw)
             return
         if kind == COMMAND:
             self._command(c[1], c[2], c[3], n, line)
@@ -333,15 +469,29 @@ class LogScanner:
             self._orphan.add(tid)
             self._undecoded(n, "API block without its header line (log starts mid-block?)", line)
 
-    def _close_block(self, block: _Block) -> None:
-        try:
-            events = self.trace.decode_block(block.header, block.params)
-        except Exception as e:  # a decoder bug must not stop the scan
-            events = [Undecoded(f"trace decoder failed: {type(e).__name__}: {e}")]
+    def _begin_call(self, tid: str) -> None:
+        """A new API block starts the thread's next call."""
+        self._orphan.discard(tid)
+        if self._held:
+            self._flush_held(tid)
+        self._pending.pop(tid, None)
+
+    def _decode_block(self, tid: str, header: str, params: Sequence[tuple[str, str]], first_line: int,
+                      raw_lines: Sequence[str]) -> None:
+        events = self._block_events(header, params)
         if events:
-            def raw() -> list[tuple[int, str]]:
-                return [(block.first_line + i, text) for i, text in enumerate(block.raw)]
-            self._apply(events, block.tid, block.first_line, block.raw[0], raw)
+            self._apply(events, tid, first_line, raw_lines[0], self._raw_of(first_line, raw_lines))
+
+    def _block_events(self, header: str, params: Sequence[tuple[str, str]]) -> list[Event]:
+        try:
+            return self.trace.decode_block(header, params)
+        except Exception as e:  # a decoder bug must not stop the scan
+            return [Undecoded(f"trace decoder failed: {type(e).__name__}: {e}")]
+
+    @staticmethod
+    def _raw_of(first_line: int, raw_lines: Sequence[str]) -> Callable[[], list[tuple[int, str]]]:
+        """The block's source lines with their numbers, built only for a new layer."""
+        return lambda: [(first_line + i, text) for i, text in enumerate(raw_lines)]
 
     def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
         key = (fn, args, "")
@@ -433,7 +583,7 @@ class LogScanner:
         layouts before ROCm 4.3, mixed batch-norm types, old transposed -k) and the block
         may not know the data type: those forms are matched by ``call_signature``.
         """
-        held = self._held.pop(tid, None)
+        held = self._held.pop(tid, None) if self._held else None
         if held is not None:
             h_ev, h_n, h_raw, h_notes = held
             if ev.source != "api-trace" and call_signature(h_ev.problem) == call_signature(ev.problem):
@@ -446,12 +596,13 @@ class LogScanner:
                 mention = ev.role == "mention"
                 row = self.catalog.add_sighting(problem, ev.role, ev.source, n, self.file, (),
                                                 tuple(h_notes) + ev.annotations, None, count=mention)
-                self._pending[tid] = {(problem, h_ev.role): {"api-trace"} if mention else {"api-trace", ev.source}}
+                self._pending[tid] = [(problem, h_ev.role, {"api-trace"} if mention else {"api-trace", ev.source})]
                 self._driver_run.pop(tid, None)
                 self._last_row[tid] = row
                 return
             self._add(tid, h_ev, h_n, h_raw, h_notes)
-        if ev.source == "api-trace" and ev.role != "mention" and any(w in self._guess_warnings for w in ev.warnings):
+        if ev.warnings and ev.source == "api-trace" and ev.role != "mention" and \
+                any(w in self._guess_warnings for w in ev.warnings):
             self._held[tid] = (ev, n, raw, [])
             return
         self._add(tid, ev, n, raw)
@@ -464,8 +615,9 @@ class LogScanner:
     def _add(self, tid: str, ev: Sighting, n: int, raw: Optional[Callable[[], list[tuple[int, str]]]],
              notes: Sequence[tuple[str, str]] = ()) -> None:
         target, count = self._new_call(tid, ev)
+        annotations = tuple(ev.annotations) + tuple(notes) if notes else ev.annotations
         row = self.catalog.add_sighting(target, ev.role, ev.source, n, self.file, ev.warnings,
-                                        tuple(ev.annotations) + tuple(notes), raw, count=count)
+                                        annotations, raw, count=count)
         self._last_row[tid] = row
 
     def _new_call(self, tid: str, ev: Sighting) -> tuple[Problem, bool]:
@@ -473,15 +625,18 @@ class LogScanner:
         if ev.source in ("find-db", "perf-db") or ev.role == "mention":
             return ev.problem, True
         current = self._pending.get(tid)
-        key = (ev.problem, ev.role)
         if current:
-            seen = current.get(key)
+            seen = None
             target = ev.problem
+            for problem, role, sources in current:
+                if role == ev.role and (problem is ev.problem or problem == ev.problem):
+                    seen = sources
+                    break
             if seen is None and ev.source != "api-trace":
                 # MIOpen 2.1-5.3 log the backward-weights *Find* as [LogCmdConvolution], and
                 # Command lines drop fields the API block has: match the call, not the text.
                 signature = call_signature(ev.problem)
-                for (problem, _role), sources in current.items():
+                for problem, _role, sources in current:
                     if "api-trace" in sources and ev.source not in sources and \
                             (problem == ev.problem or call_signature(problem) == signature):
                         seen, target = sources, problem
@@ -491,12 +646,12 @@ class LogScanner:
                 return target, False
             if seen is None and self._driver_run.get(tid) == ev.problem:
                 # A MIOpenDriver run's own library calls (its Find, then its first run).
-                current[key] = {ev.source}
+                current.append((ev.problem, ev.role, {ev.source}))
                 return ev.problem, True
-        self._pending[tid] = {key: {ev.source}}
+        self._pending[tid] = [(ev.problem, ev.role, {ev.source})]
         if ev.source == "driver-command":
             self._driver_run[tid] = ev.problem
-        else:
+        elif self._driver_run:
             self._driver_run.pop(tid, None)
         return ev.problem, True
 

@@ -370,6 +370,9 @@ class TraceDecoder:
         self._cache: dict[tuple, tuple[Event, ...]] = {}
         #: counters for benchmarks and tests
         self.stats = {"blocks": 0, "cache_hits": 0}
+        #: bumped whenever remembered state that a pure block's events depend on changes
+        #: (see ``is_pure``): a caller may reuse a pure block's events while it is unchanged
+        self.state_version = 0
         self._handlers: dict[str, Callable[[str, _Params], list[Event]]] = self._build_handlers()
         self._cacheable: frozenset[str] = frozenset(
             list(_CONV_APIS) + list(_BN_APIS) + [
@@ -394,6 +397,12 @@ class TraceDecoder:
             except Exception:  # noqa: BLE001
                 pass
             return [Undecoded(f"{name or 'API block'}: internal decoder error: {type(e).__name__}: {e}")]
+
+    def is_pure(self, header: str) -> bool:
+        """Whether a block's events depend only on its parameters (pointers aside) and on
+        ``state_version``, and decoding it changes no state: the blocks whose events this
+        decoder caches itself, and which the scanner may reuse by their text."""
+        return isinstance(header, str) and api_name(header) in self._cacheable
 
     def dtype_of(self, t: TensorDesc) -> Optional[str]:
         """The data type remembered for a tensor with these lengths (and strides), if any."""
@@ -441,6 +450,7 @@ class TraceDecoder:
 
     def _state_changed(self) -> None:
         """Remembered state that cached blocks may depend on changed: drop the block cache."""
+        self.state_version += 1
         if self._cache:
             self._cache.clear()
 
