@@ -154,10 +154,15 @@ class Catalog:
         for w in warnings:
             row.warnings[w] = None
         for name, value in annotations:
-            self._annotate_row(row, name, value)
+            values = row.annotations.get(name)
+            if values is None or values[-1] != value:  # else already the latest: a repeated call
+                self._annotate_row(row, name, value)
         if not row.raw and raw is not None:
             row.raw = list(raw())[:RAW_LINES_PER_LAYER]
-        self._touch(row)
+        # _touch, inline: this runs for every call a log shows
+        self.version = version = self.version + 1
+        row.version = version
+        row._snapshot = None
         return row
 
     def _annotate_row(self, row: _Row, name: str, value: str) -> None:

@@ -368,12 +368,17 @@ class LogScanner:
         trace = self.trace
         if pure and entry[5] == trace.state_version:
             self.whole_block_hits += 1
-            events = entry[6]
+            events, plain = entry[6], entry[7]
         else:
             events = self._block_events(header, params)
+            plain = len(events) == 1 and type(events[0]) is Sighting and events[0].role != "mention" and \
+                not any(w in self._guess_warnings for w in events[0].warnings)
             if pure:
-                entry[5:] = [trace.state_version, events]
-        if events:
+                entry[5:] = [trace.state_version, events, plain]
+        if plain and not self._held:
+            # one plain call: what _apply and _sighting would decide, without asking them
+            self._add(tid, events[0], n, self._raw_of(n, raw))
+        elif events:
             self._apply(events, tid, n, raw[0], self._raw_of(n, raw))
         return after + 1
 
@@ -400,8 +405,9 @@ class LogScanner:
             if c[0] != PARAM or c[1] != tid:
                 return False
             params.append(c[4])
-        # the last two: the trace decoder's state version and the events decoded under it
-        return [tid, head[2], tuple(params), tuple(lines), self.trace.is_pure(head[2]), -1, None]
+        # the last three: the trace decoder's state version, the events decoded under it and
+        # whether they are one plain API call (see _whole_block)
+        return [tid, head[2], tuple(params), tuple(lines), self.trace.is_pure(head[2]), -1, None, False]
 
     # ------------------------------------------------------------------ dispatch
 
