@@ -38,6 +38,7 @@ def test_every_real_log_is_present():
     ("38_", [("conv", "fwd", "bf16", 1, 0, 0)] * 2, 0),
     ("39_", [("conv", "wrw", "fp32", 1, 0, 0)], 0),
     ("43_", [("conv", "bwd", "fp32", 0, 0, 1)], 0),           # 1 distinct bwd-data problem, no exec
+    ("44_", [("conv", "fwd", "fp32", 0, 1, 0)], 0),           # 1 Find (its key looked up twice)
     ("48_", [("conv", "fwd", "int8", 1, 0, 0)], 0),
     ("52_", [("conv", "fwd", "fp32", 1, 0, 0), ("conv", "wrw", "fp32", 1, 0, 0)], 0),
 ])

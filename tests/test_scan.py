@@ -191,3 +191,32 @@ def test_decode_cli_unreadable_path_exits_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "miotui", "decode", str(tmp_path / "missing.log")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "missing.log" in r.stderr
+
+
+# ---------------------------------------------------------------- legacy Find at Info level (§4)
+
+_FIND_INFO = """\
+MIOpen(HIP): Info [FindConvFwdAlgorithm] requestAlgoCount = 1, workspace = 0
+MIOpen(HIP): Info2 [FindRecordUnsafe] Looking for key 192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F in file /tmp/a.find_db
+MIOpen(HIP): Info [GetForwardSolutionsFallback] Fallback path, GEMM
+MIOpen(HIP): Info2 [FindRecordUnsafe] Looking for key 192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F in file /tmp/a.find_db
+"""
+_CMD = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 16 -c 192 -H 28 -W 28 -k 32 -y 5 -x 5 "
+        "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
+
+
+def test_key_lookups_inside_a_legacy_find_are_that_find():
+    rows = [(s.executions, s.finds, s.mentions) for s in scan_text(_FIND_INFO * 3).layers()]
+    assert rows == [(0, 3, 0)]
+
+
+def test_lookups_outside_a_find_or_after_an_execution_are_mentions():
+    lookup = _FIND_INFO.splitlines(keepends=True)[1]
+    rows = [(s.executions, s.finds, s.mentions) for s in scan_text(lookup + _FIND_INFO + _CMD + lookup).layers()]
+    assert rows == [(1, 1, 2)]
+
+
+def test_a_find_of_another_direction_does_not_claim_the_lookup():
+    text = _FIND_INFO.replace("FindConvFwdAlgorithm", "FindConvBwdDataAlgorithm")
+    rows = [(s.problem.direction, s.executions, s.finds, s.mentions) for s in scan_text(text).layers()]
+    assert rows == [("fwd", 0, 0, 2)]

@@ -139,6 +139,11 @@ def call_signature(problem: Problem) -> tuple:
     return (problem.op,) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
 
 
+#: MIOpen's legacy Find functions, as named in its ``Info [...] requestAlgoCount`` line
+_FIND_FUNCS = {"FindConvFwdAlgorithm": "fwd", "FindConvBwdDataAlgorithm": "bwd",
+               "FindConvBwdWeightsAlgorithm": "wrw"}
+
+
 def _with_dtype(block: Problem, other: Problem) -> Problem:
     changes = {"dtype": other.dtype}
     if hasattr(block, "param_dtype"):
@@ -179,6 +184,7 @@ class LogScanner:
         self._pending: dict[str, list[tuple[Problem, str, set[str]]]] = {}
         self._last_row: dict[str, object] = {}
         self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
+        self._find_open: dict[str, list] = {}  # tid -> [direction, problem looked up] of a legacy Find
         self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
         self._whole_blocks: dict[str, object] = {}   # block text -> _block_entry(text) or False
@@ -239,6 +245,7 @@ class LogScanner:
             for tid in list(self._held):
                 self._flush_held(tid)
             self._pending.clear()
+            self._find_open.clear()
             self.catalog.finished = time.monotonic()
 
     @staticmethod
@@ -455,6 +462,9 @@ class LogScanner:
             self._command(c[1], c[2], c[3], n, line)
             return
         if kind == LEVEL:
+            direction = _FIND_FUNCS.get(c[3])
+            if direction is not None and c[4].startswith("requestAlgoCount"):
+                self._find_open[c[1]] = [direction, None]
             events = self.levels.decode(c[2], c[3], c[4])
             if events:
                 self._apply(events, c[1], n, line)
@@ -481,6 +491,8 @@ class LogScanner:
         if self._held:
             self._flush_held(tid)
         self._pending.pop(tid, None)
+        if self._find_open:
+            self._find_open.pop(tid, None)
 
     def _decode_block(self, tid: str, header: str, params: Sequence[tuple[str, str]], first_line: int,
                       raw_lines: Sequence[str]) -> None:
@@ -562,6 +574,10 @@ class LogScanner:
         catalog = self.catalog
         for ev in events:
             if type(ev) is Sighting:
+                if self._find_open and tid in self._find_open:
+                    ev = self._find_form(tid, ev, n)
+                    if ev is None:
+                        continue
                 self._sighting(tid, ev, n, raw or (lambda: [(n, line)]))
             elif type(ev) is Annotation:
                 if ev.problem is not None:
@@ -612,6 +628,28 @@ class LogScanner:
             self._held[tid] = (ev, n, raw, [])
             return
         self._add(tid, ev, n, raw)
+
+    def _find_form(self, tid: str, ev: Sighting, n: int) -> Optional[Sighting]:
+        """A Find-Db key lookup inside a legacy Find (after MIOpen's ``Info
+        [FindConv...Algorithm] requestAlgoCount = ...``) is that Find, and a second lookup
+        of the same key in it (the GEMM fallback looks again) is the same call; None when
+        recorded here.  Any other call on the thread ends the Find."""
+        direction, claimed = self._find_open[tid]
+        if ev.role != "mention" or ev.source != "info":
+            if ev.role == "execution":
+                del self._find_open[tid]
+            return ev
+        problem = ev.problem
+        if getattr(problem, "op", "") != "conv" or problem.direction != direction:
+            return ev
+        if claimed is None:
+            self._find_open[tid][1] = problem
+            return dataclasses.replace(ev, role="find")
+        if claimed != problem:
+            return ev
+        self._last_row[tid] = self.catalog.add_sighting(problem, "find", ev.source, n, self.file, ev.warnings,
+                                                        ev.annotations, None, count=False)
+        return None
 
     def _flush_held(self, tid: str) -> None:
         held = self._held.pop(tid, None)
