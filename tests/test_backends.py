@@ -23,7 +23,7 @@ from miotui.execute import runner
 from miotui.execute.backends import (RunSettings, available_backends, find_driver, get_backend,
                                      resolve_auto)
 from miotui.execute.runner import clear_cache, driver_argv, launch_driver, process_group_alive, run_layer
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, LRNProblem, PoolProblem,
+from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem, PoolProblem,
                              ProblemError, SoftmaxProblem)
 
 FAKE = str(Path(__file__).with_name("fake_miopendriver.py"))
@@ -157,6 +157,28 @@ def test_torch_other_ops_verify(problem):
     res = run_layer(problem, RunSettings(backend="torch", iters=1))
     assert res.status == "ok", res.message
     assert res.verification is not None and res.verification.ok
+
+
+@needs_torch
+@pytest.mark.parametrize("fusion_mode", range(7))
+@pytest.mark.parametrize("bn_mode", ["spatial", "per_activation"])
+def test_torch_runs_fusion_plans_and_they_verify(fusion_mode, bn_mode):
+    p = FusionProblem(fusion_mode, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(2, 1),
+                      dilations=(1, 1), groups=2, bn_mode=bn_mode)
+    res = run_layer(p, RunSettings(backend="torch", iters=1))
+    assert res.status == "ok", res.message
+    assert res.verification is not None and res.verification.ok, res.verification
+
+
+@needs_torch
+def test_torch_fusion_differs_from_the_reference_when_a_part_is_left_out(monkeypatch):
+    """The comparison can fail: torch without the batch-norm step does not verify."""
+    import miotui.execute.backends as B
+    p = FusionProblem(1, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1))
+    monkeypatch.setattr(B, "torch_fusion", lambda prob, t: {"y": B.torch_activation(
+        B.ActivationProblem("fwd", "fp32", 2, 6, (7, 6)), {"x": B.torch_conv(prob.conv, t)["y"]})["y"]})
+    res = run_layer(p, RunSettings(backend="torch", iters=1))
+    assert res.verification is not None and not res.verification.ok
 
 
 def test_torch_refuses_int8_clearly():

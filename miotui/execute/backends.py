@@ -316,8 +316,6 @@ class TorchBackend(Backend):
             return "torch has no int8 kernels for this layer (MIOpen's int8 path has no torch equivalent)"
         if problem.dtype in ("fp8", "bf8"):
             return "torch has no fp8/bf8 kernels for this layer"
-        if isinstance(problem, FusionProblem):
-            return "torch runs no fused plans (run the fusion's convolution, batch norm and activation layers)"
         return None
 
     @staticmethod
@@ -683,7 +681,33 @@ def torch_run(problem: Problem, t: dict[str, Any]) -> dict[str, Any]:
         return torch_lrn(problem, t)
     if isinstance(problem, SoftmaxProblem):
         return torch_softmax(problem, t)
+    if isinstance(problem, FusionProblem):
+        return torch_fusion(problem, t)
     raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}")
+
+
+def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
+    """A CBAInfer plan as torch's own ops, unfused: convolution, bias, batch norm
+    (inference, CBAInfer's epsilon) and activation (CBAInfer's default mode and
+    coefficients), the parts MIOpen fuses into one kernel."""
+    import torch
+    import torch.nn.functional as F
+
+    from miotui.execute.reference_ops import FUSION_ACTIVATION, FUSION_BN_EPSILON
+    h = torch_conv(p.conv, {"x": t["x"], "w": t["w"]})["y"] if p.has_conv else t["x"]
+    if "bias" in t:
+        h = h + t["bias"]
+    if p.bn_mode == "spatial":
+        flat = [t[name].reshape(-1) for name in ("est_mean", "est_var", "scale", "bn_bias")]
+        h = F.batch_norm(h, flat[0], flat[1], flat[2], flat[3], training=False, eps=FUSION_BN_EPSILON)
+    elif p.bn_mode == "per_activation":
+        h = t["scale"] * (h - t["est_mean"]) / torch.sqrt(t["est_var"] + FUSION_BN_EPSILON) + t["bn_bias"]
+    if p.fusion_mode in (0, 1, 2, 4, 5):
+        mode, alpha, beta, gamma = FUSION_ACTIVATION
+        n, c = h.shape[0], h.shape[1]
+        activ = ActivationProblem("fwd", p.dtype, n, c, tuple(h.shape[2:]), mode, alpha, beta, gamma)
+        h = torch_activation(activ, {"x": h})["y"]
+    return {"y": h}
 
 
 # ============================================================================= registry
