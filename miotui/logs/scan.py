@@ -131,12 +131,24 @@ _LOSSY_FIELDS = frozenset({"dtype", "param_dtype", "trans_output_pads", "pad_mod
                            "fil_layout", "out_layout", "layout"})
 
 
+_SIGNATURES: dict[Problem, tuple] = {}
+
+
 def call_signature(problem: Problem) -> tuple:
-    """What every form of one call agrees on (see ``LogScanner._sighting``)."""
-    items = [(k, v) for k, v in problem.to_dict().items() if k not in _LOSSY_FIELDS]
+    """What every form of one call agrees on (see ``LogScanner._sighting``); memoised,
+    as a log asks it of the same few problems again and again."""
+    hit = _SIGNATURES.get(problem)
+    if hit is not None:
+        return hit
+    items = [(f.name, getattr(problem, f.name)) for f in dataclasses.fields(problem)
+             if f.name not in _LOSSY_FIELDS]
     if getattr(problem, "mode", None) == "trans":  # MIOpen < ROCm 6.1 logged C as -k
         items = [(k, v) for k, v in items if k != "k"]
-    return (problem.op,) + tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
+    signature = (problem.op,) + tuple(items)
+    if len(_SIGNATURES) >= 4096:
+        _SIGNATURES.clear()
+    _SIGNATURES[problem] = signature
+    return signature
 
 
 #: MIOpen's legacy Find functions, as named in its ``Info [...] requestAlgoCount`` line
@@ -679,10 +691,9 @@ class LogScanner:
             if seen is None and ev.source != "api-trace":
                 # MIOpen 2.1-5.3 log the backward-weights *Find* as [LogCmdConvolution], and
                 # Command lines drop fields the API block has: match the call, not the text.
-                signature = call_signature(ev.problem)
                 for problem, _role, sources in current:
                     if "api-trace" in sources and ev.source not in sources and \
-                            (problem == ev.problem or call_signature(problem) == signature):
+                            (problem == ev.problem or call_signature(problem) == call_signature(ev.problem)):
                         seen, target = sources, problem
                         break
             if seen is not None and ev.source not in seen:
