@@ -220,3 +220,17 @@ def test_a_find_of_another_direction_does_not_claim_the_lookup():
     text = _FIND_INFO.replace("FindConvFwdAlgorithm", "FindConvBwdDataAlgorithm")
     rows = [(s.problem.direction, s.executions, s.finds, s.mentions) for s in scan_text(text).layers()]
     assert rows == [("fwd", 0, 0, 2)]
+
+
+def test_bare_bnorm_command_is_the_api_blocks_call_but_undecoded_alone():
+    """MIOpen 1.x logs batch-norm backward as 'bnorm' with no flags after its API block."""
+    block = ("MIOpen(HIP): miopenStatus_t miopenBatchNormalizationBackward(miopenHandle_t, ...){\n"
+             "xDesc = 32, 64, 56, 56\ndyDesc = 32, 64, 56, 56\ndxDesc = 32, 64, 56, 56\n"
+             "bnScaleBiasDiffDesc = 1, 64, 1, 1\nbn_mode = 1\nepsilon = 1e-05\n"
+             "savedMean = 0x7f9c8d890c00\nsavedInvVariance = 0x7f9c8d892c00\n}\n")
+    bare = "miopenBatchNormalizationBackward: ./bin/MIOpenDriver bnorm\n"
+    catalog = scan_text((block + bare) * 3)
+    assert [(s.problem.op, s.executions) for s in catalog.layers()] == [("bnorm", 3)]
+    assert catalog.undecoded_count == 0
+    alone = scan_text(bare)
+    assert alone.undecoded_count == 1 and "without any flags" in alone.undecoded()[0].reason

@@ -532,7 +532,8 @@ class LogScanner:
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        self._apply(events, tid, n, line)
+        if not self._bare_form_of_traced_call(tid, args, events):
+            self._apply(events, tid, n, line)
 
     def _old_command(self, api: str, args: str, n: int, line: str) -> None:
         key = ("", args, api)
@@ -542,7 +543,21 @@ class LogScanner:
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        self._apply(events, "", n, line)
+        if not self._bare_form_of_traced_call("", args, events):
+            self._apply(events, "", n, line)
+
+    def _bare_form_of_traced_call(self, tid: str, args: str, events: list[Event]) -> bool:
+        """A Command line that is only its base (MIOpen 1.x logs batch-norm backward as
+        ``bnorm`` with no flags) right after the API block of that call: nothing to decode
+        and nothing missing, so not an undecoded line each iteration."""
+        if len(events) != 1 or type(events[0]) is not Undecoded or len(args.split()) != 1:
+            return False
+        base = args.split()[0]
+        held = self._held.get(tid)
+        if held is not None:  # the block's data type was guessed: it waits for this line
+            return base.startswith(held[0].problem.op)
+        return any("api-trace" in sources and base.startswith(problem.op)
+                   for problem, _role, sources in self._pending.get(tid, ()))
 
     @staticmethod
     def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],
