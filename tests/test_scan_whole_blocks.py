@@ -85,6 +85,17 @@ def test_remembered_data_type_changes_between_identical_blocks():
     assert counts == {"fp32": 3, "fp16": 2}
 
 
+def test_old_blocks_with_bare_bodies_take_the_whole_block_path():
+    lines = (["MIOpen(HIP): miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){", "xDesc = 8, 16, 14, 14",
+              "wDesc = 32, 16, 3, 3", "convDesc = miopenConvolution, 1, 1, 1, 1, 1, 1, ", "yDesc = 8, 32, 14, 14", "}"]
+             + ["miopenConvolutionForward: ./bin/MIOpenDriver conv -n 8 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 "
+                "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -t 1"]) * 20
+    data = ("\n".join(lines) + "\n").encode()
+    out, hits = decode(data, True)
+    assert hits >= 18 and out == decode(data, False)[0]
+    assert [layer["executions"] for layer in out["layers"]] == [20]
+
+
 def test_interleaved_threads_fall_back_to_the_line_path():
     a, b = conv(tid="11"), conv("{4, 16, 14, 14}, {3136, 196, 14, 1}, packed, ", tid="12")
     mixed = [line for pair in zip(a, b) for line in pair] + a + b
@@ -103,10 +114,16 @@ _PIECES = [
     ["Epoch 0:   3%|3         | 1/40 [00:00<00:02, 3.1it/s]\rEpoch 0:   5%|5         | 2/40"],
     ["MIOpen(HIP): Info [GetSolutions] Chosen Algorithm: GemmFwd1x1_0_1 , 0, 0"],
     [""], ["MIOpen(HIP): }"], ["{"], ["text ending in a brace {"],
+    # MIOpen 1.x: only the header prefixed (or nothing), bare body and "}"
+    ["MIOpen(HIP): miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){", "xDesc = 8, 16, 14, 14",
+     "wDesc = 32, 16, 3, 3", "convDesc = miopenConvolution, 1, 1, 1, 1, 1, 1, ", "yDesc = 8, 32, 14, 14", "}"],
+    ["miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){", "xDesc = 2, 16, 14, 14",
+     "wDesc = 32, 16, 3, 3", "convDesc = miopenConvolution, 1, 1, 1, 1, 1, 1, ", "yDesc = 2, 32, 14, 14", "}"],
+    ["}"], ["dataType = 1"],
 ]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, len(_PIECES) - 1), min_size=1, max_size=30),
        st.sampled_from(["\n", "\r\n"]), st.lists(st.integers(1, 700), max_size=12))
 def test_any_log_and_chunking_decode_the_same_both_ways(order, line_end, chunks):

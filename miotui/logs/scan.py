@@ -201,6 +201,7 @@ class LogScanner:
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
         self._whole_blocks: dict[str, object] = {}   # block text -> _block_entry(text) or False
         self._whole_chars = 0
+        self._bare_close = False  # the last block ended with a bare "}" (MIOpen 1.x)
         #: blocks whose events were reused by their text, without the trace decoder (for tests)
         self.whole_block_hits = 0
         self._db_cache: dict[str, Optional[list[Event]]] = {}
@@ -359,9 +360,16 @@ class LogScanner:
             if len(line) > MAX_LINE:
                 return -1
             line, c = self._classify_new(line)
-        if c[0] != HEADER or c[1] in self._blocks:
+        if c[0] == HEADER:
+            tid = c[1]
+            # MIOpen 1.x prefixes only the header: its blocks end with a bare "}"
+            close = "\n}" if self._bare_close else c[3]
+        elif c[0] == BARE_HEADER:
+            tid, close = "", "\n}"
+        else:
             return -1
-        close = c[3]
+        if tid in self._blocks:
+            return -1
         e = text.find(close, header_end, min(end, start + MAX_FAST_BLOCK))
         if e < 0:
             return -1
@@ -416,17 +424,28 @@ class LogScanner:
                 line, c = self._classify_new(line)
             classes.append(c)
         head, last = classes[0], classes[-1]
-        tid = head[1]
-        if head[0] != HEADER or last[0] != CLOSE or last[1] != tid:
+        if head[0] == HEADER:
+            tid, header = head[1], head[2]
+        elif head[0] == BARE_HEADER:
+            tid, header = "", head[1]
+        else:
             return False
         params = []
-        for c in classes[1:-1]:
-            if c[0] != PARAM or c[1] != tid:
-                return False
-            params.append(c[4])
+        if last[0] == CLOSE and last[1] == tid:      # 2.0+: every line prefixed
+            for c in classes[1:-1]:
+                if c[0] != PARAM or c[1] != tid:
+                    return False
+                params.append(c[4])
+        elif last[0] == BARE_CLOSE and tid == "":    # 2017-2019: bare body lines
+            for c in classes[1:-1]:
+                if c[0] != BARE_PARAM:
+                    return False
+                params.append((c[1], c[2]))
+        else:
+            return False
         # the last three: the trace decoder's state version, the events decoded under it and
         # whether they are one plain API call (see _whole_block)
-        return [tid, head[2], tuple(params), tuple(lines), self.trace.is_pure(head[2]), -1, None, False]
+        return [tid, header, tuple(params), tuple(lines), self.trace.is_pure(header), -1, None, False]
 
     # ------------------------------------------------------------------ dispatch
 
@@ -467,6 +486,7 @@ class LogScanner:
             if block is None:
                 self._orphan.discard(tid)
                 return
+            self._bare_close = kind == BARE_CLOSE
             block.raw.append(line)
             self._decode_block(tid, block.header, block.params, block.first_line, block.raw)
             return
