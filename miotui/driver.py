@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, Problem, ProblemError, SoftmaxProblem,
                              default_layout)
 
@@ -575,15 +575,19 @@ def _parse_fusion(base: str, args: Sequence[str], api_name: Optional[str], log_f
     if bn_mode is None:
         raise DriverCommandError("fusion batch-norm mode must be 0 or 1")
     spatial = (f.int("H", 32), f.int("W", 32))
+    # the driver's activation flags (MIOpen's Command lines carry none: CBAInfer's defaults)
+    activ = dict(activ_mode=3 if bn_key == "m" else f.int("m", 3), activ_alpha=f.float("A", 1.0),
+                 activ_beta=f.float("B", 0.0), activ_gamma=f.float("G", 1.0))
     try:
         if fusion_mode in (0, 1, 3, 4, 5, 6):
             problem = FusionProblem(fusion_mode, dtype, f.int("n", 32), f.int("c", 3), spatial,
                                     k=f.int("k", 32), filter=(f.int("y", 3), f.int("x", 3)),
                                     pads=(f.int("p", 0), f.int("q", 0)), strides=(f.int("u", 1), f.int("v", 1)),
                                     dilations=(f.int("l", 1), f.int("j", 1)), groups=f.int("g", 1),
-                                    bn_mode=bn_mode)
+                                    bn_mode=bn_mode, **activ)
         else:
-            problem = FusionProblem(fusion_mode, dtype, f.int("n", 32), f.int("c", 3), spatial, bn_mode=bn_mode)
+            problem = FusionProblem(fusion_mode, dtype, f.int("n", 32), f.int("c", 3), spatial, bn_mode=bn_mode,
+                                    **activ)
     except ProblemError as e:
         raise DriverCommandError(str(e)) from e
     return ParsedCommand((problem,), tuple(warnings), base, raw)
@@ -601,6 +605,11 @@ def _fusion_argv(p: FusionProblem) -> list[str]:
                  "-g", p.groups]
     if p.fusion_mode in (0, 1, 2, 3):
         argv += ["-M", 1 if p.bn_mode == "spatial" else 0]
+    if p.fusion_mode in FUSION_ACTIV_MODES:  # the activation, where it differs from the driver's default
+        for flag, value, default in (("-m", p.activ_mode, 3), ("-A", p.activ_alpha, 1.0),
+                                     ("-B", p.activ_beta, 0.0), ("-G", p.activ_gamma, 1.0)):
+            if value != default:
+                argv += [flag, value if flag == "-m" else _fmt_float(value)]
     return [str(a) for a in argv]
 
 

@@ -34,6 +34,7 @@ FUSION_MODES = {0: "conv+bias+bn+activ", 1: "conv+bn+activ", 2: "bn+activ", 3: "
                 4: "conv+bias+activ", 5: "conv+activ", 6: "conv+bias"}
 FUSION_CONV_MODES = frozenset({0, 1, 3, 4, 5, 6})
 FUSION_BN_MODES = frozenset({0, 1, 2, 3})
+FUSION_ACTIV_MODES = frozenset({0, 1, 2, 4, 5})
 
 
 class ProblemError(ValueError):
@@ -472,9 +473,24 @@ class FusionProblem(_ProblemBase):
     groups: int = 1
     bn_mode: str = "spatial"
     direction: str = "fwd"
+    #: the plan's activation (MIOpen mode number and coefficients); CBAInfer's defaults
+    activ_mode: int = 3
+    activ_alpha: float = 1.0
+    activ_beta: float = 0.0
+    activ_gamma: float = 1.0
 
     def __post_init__(self) -> None:
         _check(self.fusion_mode in FUSION_MODES, f"fusion mode must be 0..6, got {self.fusion_mode!r}")
+        if self.fusion_mode not in FUSION_ACTIV_MODES:  # the plan has no activation
+            for name, value in (("activ_mode", 3), ("activ_alpha", 1.0), ("activ_beta", 0.0),
+                                ("activ_gamma", 1.0)):
+                object.__setattr__(self, name, value)
+        _check(isinstance(self.activ_mode, int) and 0 <= self.activ_mode < len(ACTIVATION_MODES),
+               f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.activ_mode!r}")
+        for name in ("activ_alpha", "activ_beta", "activ_gamma"):
+            value = getattr(self, name)
+            _check(isinstance(value, (int, float)) and math.isfinite(value), f"fusion {name} must be finite")
+            object.__setattr__(self, name, float(value))
         _check_common("fusion", self.direction, ("fwd",), self.dtype)
         _positive("n", self.n)
         _positive("c", self.c)

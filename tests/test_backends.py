@@ -171,6 +171,16 @@ def test_torch_runs_fusion_plans_and_they_verify(fusion_mode, bn_mode):
 
 
 @needs_torch
+@pytest.mark.parametrize("activ", [(8, 0.25, 0.0, 1.0), (2, 0.5, 2.0, 1.0), (1, 1.0, 0.0, 1.0)])
+def test_torch_fusion_runs_the_plans_activation(activ):
+    mode, a, b, g = activ
+    p = FusionProblem(0, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1),
+                      activ_mode=mode, activ_alpha=a, activ_beta=b, activ_gamma=g)
+    res = run_layer(p, RunSettings(backend="torch", iters=1))
+    assert res.status == "ok" and res.verification is not None and res.verification.ok, res.message
+
+
+@needs_torch
 def test_torch_fusion_differs_from_the_reference_when_a_part_is_left_out(monkeypatch):
     """The comparison can fail: torch without the batch-norm step does not verify."""
     import miotui.execute.backends as B

@@ -241,7 +241,21 @@ def test_fusion_commands_from_miopen_tests():
                                 "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -g 1", log_fn="LogCmdFusion").problems
     assert p.fusion_mode == 4 and p.conv.output_shape == (128, 64, 32, 32)
     pc = parse_driver_command("./bin/MIOpenDriver CBAInfer -F 2 -n 64 -c 64 -H 56 -W 56 -m 1", log_fn="LogCmdFusion")
-    assert pc.problems[0].bn_mode == "spatial"
+    assert pc.problems[0].bn_mode == "spatial" and pc.problems[0].activ_mode == 3  # -m was the BN mode
+
+
+def test_fusion_activation_flags_round_trip():
+    (p,) = parse_driver_command("MIOpenDriver CBAInfer -F 4 -n 2 -c 8 -H 9 -W 9 -k 8 -y 3 -x 3 -p 1 -q 1 "
+                                "-u 1 -v 1 -l 1 -j 1 -g 1 -m 8 -A 0.25").problems
+    assert (p.activ_mode, p.activ_alpha, p.activ_beta, p.activ_gamma) == (8, 0.25, 0.0, 1.0)
+    command = to_driver_command(p)
+    assert command.endswith("-m 8 -A 0.25")
+    assert parse_driver_command(command).problems == (p,)
+    default = parse_driver_command(command.replace(" -m 8 -A 0.25", "")).problems[0]
+    assert default.activ_mode == 3 and "-m" not in to_driver_command(default).split()
+    # a plan without an activation (conv+bias) ignores the flags
+    (cb,) = parse_driver_command(command.replace("-F 4", "-F 6")).problems
+    assert cb.activ_mode == 3 and "-m" not in to_driver_command(cb).split()
 
 
 # ---------------------------------------------------------------- MITuna corpus

@@ -279,6 +279,16 @@ def test_fusion_runs_as_its_parts(fusion_mode: int) -> None:
     _close(_run(p, inputs), h.numpy())
 
 
+def test_fusion_applies_the_plans_own_activation() -> None:
+    p = FusionProblem(1, "fp32", 2, 4, (6, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1),
+                      dilations=(1, 1), bn_mode="spatial", activ_mode=8, activ_alpha=0.25)
+    inputs = O.make_inputs(p, 1)
+    h = F.conv2d(_t(inputs["x"]), _t(inputs["w"]), padding=1)
+    h = _t(inputs["scale"]) * (h - _t(inputs["est_mean"])) / \
+        torch.sqrt(_t(inputs["est_var"]) + O.FUSION_BN_EPSILON) + _t(inputs["bn_bias"])
+    _close(_run(p, inputs), F.leaky_relu(h, 0.25).numpy())
+
+
 # ----------------------------------------------------------------------------- common
 
 ALL_KINDS = [

@@ -715,6 +715,20 @@ def test_fusion_plan_execute_conv_bias_activ():
                                       strides=(1, 1), dilations=(1, 1))
 
 
+def test_fusion_plan_activation_mode_and_coefficients():
+    dec = TraceDecoder()
+    x = tdesc((8, 32, 28, 28))
+    _fusion_plan(dec, x, [
+        ("miopenCreateOpBatchNormInference", f"bnOp = 0\nbn_mode = 1\nbnScaleBiasMeanVarDesc = {tdesc((1, 32, 1, 1))}"),
+        ("miopenCreateOpActivationForward", "activOp = 0\nmode = miopenActivationLEAKYRELU"),
+    ])
+    assert decode(dec, "miopenSetOpArgsActivForward",
+                  "args = 0x1\nactivFwdOp = 0x2\nalpha = 0x3\nbeta = 0x4\nactivAlpha = 0.25\n"
+                  "activBeta = 0\nactivGamma = 1") == []
+    s = one_sighting(decode(dec, "miopenExecuteFusionPlan", f"inputDesc = {x}\noutputDesc = {x}"))
+    assert (s.problem.fusion_mode, s.problem.activ_mode, s.problem.activ_alpha) == (2, 8, 0.25)
+
+
 def test_fusion_bn_activ_and_plan_choice():
     dec = TraceDecoder()
     x = tdesc((8, 32, 28, 28))
@@ -767,6 +781,7 @@ def test_convolution_bias_activation_forward_is_mode_4():
         y = 0x7
     """))
     assert (s.problem.fusion_mode, s.problem.k, s.problem.output_shape) == (4, 32, (2, 32, 8, 8))
+    assert (s.problem.activ_mode, s.problem.activ_alpha) == (3, 0.0)   # the block's activationDesc
     assert ("algorithm", "1") in s.annotations
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 # is imported (a user's own setting wins).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, Problem, SoftmaxProblem)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -688,12 +688,12 @@ def torch_run(problem: Problem, t: dict[str, Any]) -> dict[str, Any]:
 
 def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
     """A CBAInfer plan as torch's own ops, unfused: convolution, bias, batch norm
-    (inference, CBAInfer's epsilon) and activation (CBAInfer's default mode and
-    coefficients), the parts MIOpen fuses into one kernel."""
+    (inference, CBAInfer's epsilon) and the plan's activation, the parts MIOpen fuses
+    into one kernel."""
     import torch
     import torch.nn.functional as F
 
-    from miotui.execute.reference_ops import FUSION_ACTIVATION, FUSION_BN_EPSILON
+    from miotui.execute.reference_ops import FUSION_BN_EPSILON
     h = torch_conv(p.conv, {"x": t["x"], "w": t["w"]})["y"] if p.has_conv else t["x"]
     if "bias" in t:
         h = h + t["bias"]
@@ -702,10 +702,9 @@ def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
         h = F.batch_norm(h, flat[0], flat[1], flat[2], flat[3], training=False, eps=FUSION_BN_EPSILON)
     elif p.bn_mode == "per_activation":
         h = t["scale"] * (h - t["est_mean"]) / torch.sqrt(t["est_var"] + FUSION_BN_EPSILON) + t["bn_bias"]
-    if p.fusion_mode in (0, 1, 2, 4, 5):
-        mode, alpha, beta, gamma = FUSION_ACTIVATION
-        n, c = h.shape[0], h.shape[1]
-        activ = ActivationProblem("fwd", p.dtype, n, c, tuple(h.shape[2:]), mode, alpha, beta, gamma)
+    if p.fusion_mode in FUSION_ACTIV_MODES:
+        activ = ActivationProblem("fwd", p.dtype, h.shape[0], h.shape[1], tuple(h.shape[2:]), p.activ_mode,
+                                  p.activ_alpha, p.activ_beta, p.activ_gamma)
         h = torch_activation(activ, {"x": h})["y"]
     return {"y": h}
 

@@ -36,11 +36,11 @@ import numpy as np
 
 from miotui.execute.reference import (Cancelled, ReferenceUnsupported, _check_cancel, compute_dtype,
                                       round_to_dtype, run_conv, storage_dtype, uniform)
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, Problem, SoftmaxProblem)
 
 __all__ = ["tensor_names", "make_inputs", "run_op", "peak_bytes", "engine_used", "BN_EPSILON",
-           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON", "FUSION_ACTIVATION", "Cancelled"]
+           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON", "Cancelled"]
 
 #: MIOpenDriver's batch-norm epsilon (``driver/bn_driver.hpp`` ``#define EPSILON 1e-3``).
 BN_EPSILON = 1e-3
@@ -50,9 +50,6 @@ BN_EPSILON = 1e-3
 BN_EXP_AVG_FACTOR = 0.1
 #: CBAInfer's batch-norm epsilon (``driver/CBAInferFusion_driver.hpp`` redefines EPSILON 1e-6).
 FUSION_BN_EPSILON = 1e-6
-#: A FusionProblem carries no activation fields; CBAInfer's defaults are used
-#: (``-m 3`` RELU, ``-A 1 -B 0 -G 1``).
-FUSION_ACTIVATION = (3, 1.0, 0.0, 1.0)
 
 
 # ----------------------------------------------------------------------------- names / inputs
@@ -517,9 +514,8 @@ def fusion(p: FusionProblem, t: dict[str, np.ndarray], precision: str, engine: s
     if p.bn_mode != "none":
         inv = 1.0 / np.sqrt(_f(t["est_var"], dt) + dt.type(FUSION_BN_EPSILON))
         h = _f(t["scale"], dt) * ((h - _f(t["est_mean"], dt)) * inv) + _f(t["bn_bias"], dt)
-    if p.fusion_mode in (0, 1, 2, 4, 5):
-        mode, a, b, g = FUSION_ACTIVATION
-        h = activation_forward(mode, h, a, b, g)
+    if p.fusion_mode in FUSION_ACTIV_MODES:
+        h = activation_forward(p.activ_mode, h, p.activ_alpha, p.activ_beta, p.activ_gamma)
     return h
 
 

@@ -128,7 +128,8 @@ def classify(line: str) -> tuple:
 
 #: Fields a Command line may not carry although the API block of the same call does.
 _LOSSY_FIELDS = frozenset({"dtype", "param_dtype", "trans_output_pads", "pad_mode", "in_layout",
-                           "fil_layout", "out_layout", "layout"})
+                           "fil_layout", "out_layout", "layout", "activ_mode", "activ_alpha", "activ_beta",
+                           "activ_gamma"})
 
 
 _SIGNATURES: dict[Problem, tuple] = {}

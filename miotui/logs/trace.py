@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from miotui.logs.events import Event, Sighting, Undecoded
-from miotui.logs.grammar import (ActivDesc, ConvDesc, DescriptorError, LRNDesc, PoolDesc, TensorArg,
+from miotui.logs.grammar import (ACTIVATION_NAMES, ActivDesc, ConvDesc, DescriptorError, LRNDesc, PoolDesc, TensorArg,
                                  TensorDesc, is_null_pointer, is_pointer, layout_strides,
                                  packed_strides, parse_activ, parse_conv, parse_int_vector, parse_lrn,
                                  parse_number, parse_pool, parse_tensor, parse_tensor_args)
@@ -325,6 +325,10 @@ _TENSOR_ARG_IDS = {1: "ConvX", 2: "ConvW", 3: "ConvY", 37: "ActivX", 38: "ActivY
                    40: "ActivDY"}
 
 
+def _activ_fields(a: ActivDesc) -> dict[str, Any]:
+    return {"activ_mode": a.mode, "activ_alpha": a.alpha, "activ_beta": a.beta, "activ_gamma": a.gamma}
+
+
 @dataclass
 class _Plan:
     """A fusion plan being assembled from miopenCreateFusionPlan / miopenCreateOp* blocks."""
@@ -334,6 +338,8 @@ class _Plan:
     conv: Optional[ConvDesc] = None
     weights: Optional[TensorDesc] = None
     bn_mode: str = "spatial"
+    #: activation mode (miopenCreateOpActivationForward) and coefficients (miopenSetOpArgsActivForward)
+    activ: ActivDesc = ActivDesc(3, 1.0, 0.0, 1.0)
 
 
 @dataclass
@@ -499,6 +505,7 @@ class TraceDecoder:
         })
         for n in _FUSION_KINDS:
             h[n] = self._fusion_op
+        h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
         return h
 
     # ------------------------------------------------------------------ dtype memory
@@ -862,6 +869,28 @@ class TraceDecoder:
             m = p.opt_int("bn_mode")
             if m in (0, 1):
                 plan.bn_mode = "spatial" if m == 1 else "per_activation"
+        elif kind == "activ":
+            m = p.opt_int("mode")
+            if m is None:  # printed as its enum name
+                name = (p.get("mode") or "").strip()
+                m = ACTIVATION_NAMES.index(name) if name in ACTIVATION_NAMES else None
+            if m is not None:
+                plan.activ = replace(plan.activ, mode=m)
+        return []
+
+    def _fusion_activ_args(self, name: str, p: _Params) -> list[Event]:
+        """miopenSetOpArgsActivForward: the coefficients of the plan's activation.  The
+        op handle is not tied to a plan in the log; the latest plan with an activation
+        is the one being set up (MIOpen's own tests and drivers do one plan at a time)."""
+        plan = next((pl for pl in reversed(self._plans) if "activ" in pl.ops), None)
+        if plan is None:
+            return []
+        try:
+            plan.activ = replace(plan.activ, alpha=p.float("activAlpha", "activAlpha"),
+                                             beta=p.float("activBeta", "activBeta"),
+                                             gamma=p.float("activGamma", "activGamma"))
+        except _Fail:
+            pass
         return []
 
     def _fusion_problem(self, plan: _Plan, x: TensorDesc, warnings: list[str],
@@ -881,8 +910,10 @@ class TraceDecoder:
                 raise _Fail("CBAInfer fusion needs a plain 2-D convolution")
             return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, k=cp.k, filter=cp.filter,
                                                   pads=cp.pads, strides=cp.strides, dilations=cp.dilations,
-                                                  groups=cp.groups, bn_mode=plan.bn_mode))  # type: ignore
-        return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode))  # type: ignore
+                                                  groups=cp.groups, bn_mode=plan.bn_mode,
+                                                  **_activ_fields(plan.activ)))  # type: ignore
+        return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode,
+                                              **_activ_fields(plan.activ)))  # type: ignore
 
     def _fusion_compile(self, name: str, p: _Params) -> list[Event]:
         plan = self._plan
@@ -928,6 +959,8 @@ class TraceDecoder:
             raise _Fail(f"xDesc has {x.rank} dimensions; CBAInfer is 2-D only")
         warnings: list[str] = []
         plan = _Plan(x, ["conv", "bias", "activ"], conv, w)
+        if p.get("activationDesc", "activDesc") is not None:
+            plan.activ = self._activ_desc(p, warnings)
         problem = self._fusion_problem(plan, x, warnings, y)
         annotations = []
         algo = p.opt_int("algo")
