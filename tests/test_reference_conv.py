@@ -312,3 +312,62 @@ def test_chunk_budget_bounds_memory_of_a_huge_layer() -> None:
     # a single image larger than the budget splits its rows
     plan = R._conv_plan(g, 4, 1 << 20)
     assert plan.images == 1 and plan.rows < p.out_spatial[0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=conv_problems(), seed=st.integers(0, 3), batched_min=st.sampled_from((1, 1 << 30)),
+       budget=st.sampled_from((None, 1, 3000)))
+def test_layout_and_gather_variants_match_torch(p: ConvProblem, seed: int, batched_min: int,
+                                                budget: int | None) -> None:
+    """Small problems with the size thresholds lowered, so every code path runs on them:
+    per-image and long-GEMM layouts, the phase-split gather of strided layers, the
+    per-image weight gradient of 1x1 filters, and row-split chunks."""
+    inputs = R.make_inputs(p, seed)
+    expect = torch_conv(p, inputs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(R, "_PHASE_MIN_ROW", 1)
+        mp.setattr(R, "_PHASE_MIN_TAPS_PER_STRIDE", 0)
+        mp.setattr(R, "_BATCHED_MIN_SPATIAL", batched_min)
+        mp.setattr(R, "_BATCHED_MIN_SPATIAL_1X1", batched_min)
+        (out64,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
+        (out32,) = R.run_reference(p, inputs, chunk_bytes=budget).values()
+    assert _rel_err(out64, expect) < 1e-12
+    assert _rel_err(out32, expect) < 1e-5
+
+
+def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather() -> None:
+    # ResNet's stem geometry, small: 7x7 stride 2 pad 3; and a dilated 5x5 stride 2
+    for p in (ConvProblem("fwd", "fp32", 2, 3, 4, (40, 38), (7, 7), (3, 3), (2, 2), (1, 1)),
+              ConvProblem("wrw", "fp32", 2, 4, 3, (41, 44), (5, 5), (2, 1), (3, 2), (2, 2))):
+        g = R.conv_geometry(p)
+        assert R._uses_phases(g)
+        inputs = R.make_inputs(p, 4)
+        (fast,) = R.run_reference(p, inputs, precision="fp64").values()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(R, "_PHASE_GATHER", False)
+            assert not R._uses_phases(g)
+            (plain,) = R.run_reference(p, inputs, precision="fp64").values()
+        assert _rel_err(fast, plain) < 1e-13
+        assert _rel_err(fast, torch_conv(p, inputs)) < 1e-12
+    # a 1x1 filter has a single tap, a 3x3 stride 2 too few: no phase split
+    assert not R._uses_phases(R.conv_geometry(
+        ConvProblem("fwd", "fp32", 2, 8, 8, (40, 40), (1, 1), (0, 0), (2, 2), (1, 1))))
+    assert not R._uses_phases(R.conv_geometry(
+        ConvProblem("fwd", "fp32", 2, 8, 8, (40, 40), (3, 3), (1, 1), (2, 2), (1, 1))))
+
+
+@pytest.mark.parametrize("mode", ["conv", "trans"])
+@pytest.mark.parametrize("pad,stride,groups", [(0, 2, 1), (1, 2, 2), (0, 1, 1), (1, 1, 2)])
+def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: int, groups: int) -> None:
+    # 12x12 = 144 output pixels: the per-image GEMM path (>= _BATCHED_MIN_SPATIAL_1X1)
+    size = 12 * stride - (stride - 1) - 2 * pad if mode == "conv" else 12
+    p = ConvProblem("wrw", "fp32", 3, 6, 4, (size, size), (1, 1), (pad, pad), (stride, stride), (1, 1),
+                    groups=groups, mode=mode)
+    g = R.conv_geometry(p)
+    assert g.out_elems >= R._BATCHED_MIN_SPATIAL_1X1
+    inputs = R.make_inputs(p, 6)
+    expect = torch_conv(p, inputs)
+    per_image = g.cu * g.out_elems * 8
+    for budget in (None, per_image, 2 * per_image):   # one chunk; one and two images per chunk
+        (out,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
+        assert _rel_err(out, expect) < 1e-12, budget
