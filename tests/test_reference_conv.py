@@ -177,9 +177,14 @@ def test_numba_kernel_choice() -> None:
     assert numba_kernels._kernel_of(dw) == "fwd"
     assert numba_kernels._kernel_of(dataclasses.replace(dw, mode="trans")) == "bwd"
     assert numba_kernels._kernel_of(dataclasses.replace(dw, direction="bwd")) == "bwd"
-    assert not numba_kernels.conv_applies(g, "fwd")      # stride 2, small plane: numpy is faster
-    assert not numba_kernels.conv_applies(g, "wrw")
+    assert numba_kernels.conv_applies(g, "fwd")   # depthwise, out == ceil(in/stride): plane-stacked kernels
+    assert numba_kernels.conv_applies(g, "wrw")
     assert numba_kernels.conv_applies(g, "bwd")
+    grouped = R.conv_geometry(ConvProblem("fwd", "fp32", 2, 64, 64, (14, 14), (3, 3), (1, 1), (2, 2), (1, 1),
+                                          groups=32))
+    assert not numba_kernels.conv_applies(grouped, "fwd")   # C/G = 2, stride 2, small plane: numpy is faster
+    assert not numba_kernels.conv_applies(grouped, "wrw")
+    assert numba_kernels.conv_applies(grouped, "bwd")
     assert numba_kernels.conv_applies(R.conv_geometry(dataclasses.replace(dw, strides=(1, 1))), "fwd")
 
 

@@ -1088,6 +1088,9 @@ def conv_peak_bytes(problem: ConvProblem, precision: str = "fp32", chunk_bytes: 
             total += (parts - 1) * sizes["w"] * it  # the parts' weight gradients before the sum
     else:
         total += _conv_temp_bytes(direction, g, it, budget, sizes["w"])
+    # the numba engine's depthwise kernels, where they apply (peak_bytes does not know the engine)
+    from miotui.execute import numba_kernels
+    total += numba_kernels.scratch_bytes(g, it, THREADS)
     return int(total)
 
 
