@@ -66,6 +66,16 @@ def conv(x: str = "{8, 16, 14, 14}, {3136, 196, 14, 1}, packed, ", tid: str = ""
         ("y", "0x7f9a91260000"), ("workSpace", "nullptr"), ("workSpaceSize", "0")], tid=tid)
 
 
+@pytest.mark.parametrize("text", ["a\r\nb{\r\r\nc\r\n", "a{\r\r\nb\r\n", "a\r\rb\r\n", "a\r\n\r\rb", "a\rb\r\n\r\nc", "\r\r\n"])
+def test_every_cr_ends_one_line_and_crlf_is_one_end(text):
+    import re
+    expected = len(re.split(r"\r\n|\r|\n", text)) - 1   # the text ends with a line end or the last line
+    for whole in (True, False):
+        for chunks in ([], [1] * len(text), [2] * (len(text) // 2)):
+            out, _ = decode(text.encode(), whole, chunks)
+            assert out["stats"]["lines"] == expected + (0 if text.endswith(("\n", "\r")) else 1)
+
+
 def test_repeated_blocks_take_the_whole_block_path_and_count_every_call():
     lines = set_tensor(1, "8 16 14 14", "3136 196 14 1") + conv() * 50
     out, hits = decode(("\n".join(lines) + "\n").encode(), True)
@@ -120,6 +130,7 @@ _PIECES = [
     ["miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){", "xDesc = 2, 16, 14, 14",
      "wDesc = 32, 16, 3, 3", "convDesc = miopenConvolution, 1, 1, 1, 1, 1, 1, ", "yDesc = 2, 32, 14, 14", "}"],
     ["}"], ["dataType = 1"],
+    ["MIOpen(HIP): miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){\r"],  # "{\r\r\n" in a CRLF log
 ]
 
 

@@ -277,7 +277,10 @@ class LogScanner:
         cr = text.find("\r")
         if text.startswith("\r\n", cr):  # CRLF line ends throughout: rewrite once
             text = text.replace("\r\n", "\n")
-            cr = text.find("\r")
+            if "\r" in text:  # each CR left ends a line ("\r\r\n" became "\r\n": two ends)
+                text = text.replace("\r", "\n")
+            self._process_range(text, 0, len(text))
+            return
         start = 0
         while cr >= 0:
             self._process_range(text, start, cr)
