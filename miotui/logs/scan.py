@@ -87,8 +87,11 @@ def classify(line: str) -> tuple:
         if stripped == "}":
             return (CLOSE, tid)
         if stripped.endswith("{"):
-            # and the text of the block's own "}" line, to look for (see LogScanner._whole_block)
-            return (HEADER, tid, stripped, "\n" + line[:len(line) - len(body)] + "}")
+            # and the text of the block's own "}" line, to look for (see LogScanner._whole_block);
+            # None when the prefix carries MIOpen's elapsed time or date: every "}" line differs
+            prefix = line[:len(line) - len(body)]
+            timed = any(ch.isdigit() for ch in prefix[prefix.find("MIOpen"):])
+            return (HEADER, tid, stripped, None if timed else "\n" + prefix + "}")
         if body.startswith("Command ["):
             m = _COMMAND_RE.match(body.rstrip())
             if m:
@@ -368,6 +371,8 @@ class LogScanner:
             tid = c[1]
             # MIOpen 1.x prefixes only the header: its blocks end with a bare "}"
             close = "\n}" if self._bare_close else c[3]
+            if close is None:
+                return -1
         elif c[0] == BARE_HEADER:
             tid, close = "", "\n}"
         else:
