@@ -167,6 +167,20 @@ def _with_dtype(block: Problem, other: Problem) -> Problem:
     return dataclasses.replace(block, **changes)
 
 
+class _BlockEntry:
+    """A validated whole-block text (see ``LogScanner._whole_block``): its thread, header,
+    parameters and lines, and, for a pure block, the events decoded under the trace
+    decoder's ``version`` and whether they are one plain API call."""
+
+    __slots__ = ("tid", "header", "params", "raw", "pure", "version", "events", "plain")
+
+    def __init__(self, tid: str, header: str, params: tuple, raw: tuple[str, ...], pure: bool):
+        self.tid, self.header, self.params, self.raw, self.pure = tid, header, params, raw, pure
+        self.version = -1
+        self.events: list[Event] = []
+        self.plain = False
+
+
 class _Block:
     __slots__ = ("header", "params", "first_line", "raw", "style", "tid")
 
@@ -203,7 +217,7 @@ class LogScanner:
         self._find_open: dict[str, list] = {}  # tid -> [direction, problem looked up] of a legacy Find
         self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
-        self._whole_blocks: dict[str, object] = {}   # block text -> _block_entry(text) or False
+        self._whole_blocks: dict[str, object] = {}   # block text -> its _BlockEntry, or False
         self._whole_chars = 0
         self._bare_close = False  # the last block ended with a bare "}" (MIOpen 1.x)
         #: blocks whose events were reused by their text, without the trace decoder (for tests)
@@ -368,13 +382,13 @@ class LogScanner:
                 return -1
             line, c = self._classify_new(line)
         if c[0] == HEADER:
-            tid = c[1]
+            tid, header = c[1], c[2]
             # MIOpen 1.x prefixes only the header: its blocks end with a bare "}"
             close = "\n}" if self._bare_close else c[3]
             if close is None:
                 return -1
         elif c[0] == BARE_HEADER:
-            tid, close = "", "\n}"
+            tid, header, close = "", c[1], "\n}"
         else:
             return -1
         if tid in self._blocks:
@@ -388,7 +402,7 @@ class LogScanner:
         body = text[start:after]
         entry = self._whole_blocks.get(body)
         if entry is None:
-            entry = self._block_entry(body)
+            entry = self._block_entry(body, tid, header)
             self._whole_chars += len(body)
             if len(self._whole_blocks) >= BLOCK_CACHE_SIZE or self._whole_chars > BLOCK_CACHE_CHARS:
                 self._whole_blocks.clear()
@@ -396,21 +410,21 @@ class LogScanner:
             self._whole_blocks[body] = entry
         if entry is False:
             return -1
-        tid, header, params, raw, pure = entry[:5]
+        raw = entry.raw
         n = self.line_no + 1
         self.line_no += len(raw)
         self.catalog.lines += len(raw)
         self._begin_call(tid)
-        trace = self.trace
-        if pure and entry[5] == trace.state_version:
+        if entry.pure and entry.version == self.trace.state_version:
             self.whole_block_hits += 1
-            events, plain = entry[6], entry[7]
+            events, plain = entry.events, entry.plain
         else:
-            events = self._block_events(header, params)
+            version = self.trace.state_version
+            events = self._block_events(header, entry.params)
             plain = len(events) == 1 and type(events[0]) is Sighting and events[0].role != "mention" and \
-                not any(w in self._guess_warnings for w in events[0].warnings)
-            if pure:
-                entry[5:] = [trace.state_version, events, plain]
+                not self._waits_for_dtype(events[0])
+            if entry.pure:
+                entry.version, entry.events, entry.plain = version, events, plain
         if plain and not self._held:
             # one plain call: what _apply and _sighting would decide, without asking them
             self._add(tid, events[0], n, self._raw_of(n, raw))
@@ -418,43 +432,36 @@ class LogScanner:
             self._apply(events, tid, n, raw[0], self._raw_of(n, raw))
         return after + 1
 
-    def _block_entry(self, body: str):
-        """(tid, header, params, raw lines) of a block text made only of its header, its
-        thread's parameter lines and its ``}``; False for any other text."""
+    def _block_entry(self, body: str, tid: str, header: str):
+        """The entry of a block text (whose header line ``_whole_block`` has classified)
+        made only of that header, its thread's parameter lines and its ``}``; False for any
+        other text."""
         lines = body.split("\n")
         if len(lines) > MAX_BLOCK_LINES:
             return False
         classes = []
-        for line in lines:
+        for line in lines[1:]:
             if len(line) > MAX_LINE:
                 return False
             c = self._cache.get(line)
             if c is None:
                 line, c = self._classify_new(line)
             classes.append(c)
-        head, last = classes[0], classes[-1]
-        if head[0] == HEADER:
-            tid, header = head[1], head[2]
-        elif head[0] == BARE_HEADER:
-            tid, header = "", head[1]
-        else:
-            return False
+        last = classes[-1]
         params = []
         if last[0] == CLOSE and last[1] == tid:      # 2.0+: every line prefixed
-            for c in classes[1:-1]:
+            for c in classes[:-1]:
                 if c[0] != PARAM or c[1] != tid:
                     return False
                 params.append(c[4])
         elif last[0] == BARE_CLOSE and tid == "":    # 2017-2019: bare body lines
-            for c in classes[1:-1]:
+            for c in classes[:-1]:
                 if c[0] != BARE_PARAM:
                     return False
                 params.append((c[1], c[2]))
         else:
             return False
-        # the last three: the trace decoder's state version, the events decoded under it and
-        # whether they are one plain API call (see _whole_block)
-        return [tid, header, tuple(params), tuple(lines), self.trace.is_pure(header), -1, None, False]
+        return _BlockEntry(tid, header, tuple(params), tuple(lines), self.trace.is_pure(header))
 
     # ------------------------------------------------------------------ dispatch
 
@@ -579,9 +586,10 @@ class LogScanner:
         """A Command line that is only its base (MIOpen 1.x logs batch-norm backward as
         ``bnorm`` with no flags) right after the API block of that call: nothing to decode
         and nothing missing, so not an undecoded line each iteration."""
-        if len(events) != 1 or type(events[0]) is not Undecoded or len(args.split()) != 1:
+        tokens = args.split()
+        if len(events) != 1 or type(events[0]) is not Undecoded or len(tokens) != 1:
             return False
-        base = args.split()[0]
+        base = tokens[0]
         held = self._held.get(tid)
         if held is not None:  # the block's data type was guessed: it waits for this line
             return base.startswith(held[0].problem.op)
@@ -679,11 +687,14 @@ class LogScanner:
                 self._last_row[tid] = row
                 return
             self._add(tid, h_ev, h_n, h_raw, h_notes)
-        if ev.warnings and ev.source == "api-trace" and ev.role != "mention" and \
-                any(w in self._guess_warnings for w in ev.warnings):
+        if ev.source == "api-trace" and ev.role != "mention" and self._waits_for_dtype(ev):
             self._held[tid] = (ev, n, raw, [])
             return
         self._add(tid, ev, n, raw)
+
+    def _waits_for_dtype(self, ev: Sighting) -> bool:
+        """An API sighting whose data type was guessed: held for the call's Command line."""
+        return bool(ev.warnings) and any(w in self._guess_warnings for w in ev.warnings)
 
     def _find_form(self, tid: str, ev: Sighting, n: int) -> Optional[Sighting]:
         """A Find-Db key lookup inside a legacy Find (after MIOpen's ``Info
