@@ -215,14 +215,12 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
             _emit(on_progress, f"{name}: warm-up {i + 1}/{settings.warmup}")
             raw = backend.run(problem, prepared, stop)
             backend.synchronize()
-        times: list[float] = []
-        for i in range(settings.iters):
+
+        def before_call(i: int) -> None:
             _check(stop)
             _emit(on_progress, f"{name}: iteration {i + 1}/{settings.iters}")
-            t0 = time.perf_counter()
-            raw = backend.run(problem, prepared, stop)
-            backend.synchronize()
-            times.append((time.perf_counter() - t0) * 1e3)
+
+        raw, times = backend.time_calls(problem, prepared, settings.iters, stop, before_call)
         outputs = backend.outputs(problem, raw)
         changed = backend.note(prepared)
         if changed:
@@ -258,6 +256,9 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
                      "kernels already compiled (cached)")
     gflops, gbps = _rates(problem, median)
     status, message = "ok", f"median {median:.3f} ms over {len(times)} iterations"
+    timer = backend.timer()
+    if timer:
+        message += f" ({timer})"
     if verification is not None:
         if verification.ok:
             message += "; verified against the float64 reference"

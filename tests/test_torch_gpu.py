@@ -1,0 +1,149 @@
+"""The torch backend on a GPU (CUDA, or ROCm through torch.cuda): float32 without TF32,
+device-side timing, the GPU memory guard.
+
+The GPU tests run only where torch sees a GPU (they are skipped on CI's CPU machine and
+were run on an H100 lent to a development session); the tests of the TF32 switch and of
+the wall-clock timer run everywhere torch is installed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from miotui.execute import guard
+from miotui.execute.backends import RunSettings, TorchBackend, _fp32_without_tf32, available_backends, get_backend
+from miotui.execute.runner import clear_cache, run_layer
+from miotui.problems import BatchNormProblem, ConvProblem, PoolProblem
+
+HAS_TORCH = available_backends()["torch"] is None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+
+
+def _has_gpu() -> bool:
+    if not HAS_TORCH:
+        return False
+    import torch
+    return bool(torch.cuda.is_available())
+
+
+needs_gpu = pytest.mark.skipif(not _has_gpu(), reason="torch sees no GPU here")
+
+#: ResNet-50's 3x3 stage-2 layer at batch 4: cuDNN's TF32 kernels fail MIOpen's fp32 tolerance on it
+LAYER = dict(n=4, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@needs_torch
+def test_tf32_switch_uses_the_flags_other_torch_code_can_still_read():
+    import torch
+    before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    try:
+        _fp32_without_tf32(torch)
+        assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
+        with torch.backends.cudnn.flags(enabled=True):   # raises on a "mix of legacy and new APIs"
+            pass
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
+
+
+@needs_torch
+def test_cpu_timing_is_the_wall_clock_and_says_nothing_more():
+    tb = TorchBackend()
+    tb._device = "cpu"
+    p = ConvProblem("fwd", "fp32", 1, 4, 4, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1))
+    from miotui.execute.reference import make_inputs
+    prepared = tb.prepare(p, make_inputs(p))
+    calls: list[int] = []
+    t0 = time.perf_counter()
+    raw, times = tb.time_calls(p, prepared, 3, None, calls.append)
+    assert calls == [0, 1, 2] and len(times) == 3
+    assert 0 < sum(times) <= (time.perf_counter() - t0) * 1e3
+    assert raw["y"].shape == (1, 4, 8, 8)
+    assert tb.timer() == ""
+
+
+@needs_gpu
+def test_the_backend_runs_on_the_gpu_and_says_tf32_is_off():
+    tb = get_backend("torch")
+    assert tb.device == "cuda"
+    import torch
+    assert torch.backends.cudnn.allow_tf32 is False
+    assert "(TF32 off)" in tb.describe(ConvProblem("fwd", "fp32", **LAYER))
+    assert "(TF32 off)" not in tb.describe(ConvProblem("fwd", "fp16", **LAYER))
+
+
+@needs_gpu
+@pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_gpu_convolutions_verify_within_miopens_tolerance(direction, dtype):
+    res = run_layer(ConvProblem(direction, dtype, **LAYER), RunSettings(backend="torch", iters=3))
+    assert res.status == "ok", res.message
+    assert res.verification.ok and res.verification.error <= res.verification.tolerance
+    assert "CUDA" in res.engine or "ROCm" in res.engine
+
+
+@needs_gpu
+def test_gpu_grouped_strided_3d_and_transposed_layers_verify():
+    layers = [
+        ConvProblem("fwd", "fp32", 2, 32, 32, (28, 28), (3, 3), (1, 1), (2, 2), (1, 1), groups=32),
+        ConvProblem("wrw", "fp32", 2, 16, 8, (6, 10, 10), (3, 3, 3), (1, 1, 1), (1, 2, 2), (1, 1, 1)),
+        ConvProblem("bwd", "fp32", 2, 8, 16, (9, 9), (3, 3), (0, 0), (2, 2), (2, 2), mode="trans",
+                    trans_output_pads=(1, 1)),
+        PoolProblem("bwd", "fp32", 2, 8, (12, 12), (3, 3), (1, 1), (2, 2), "max"),
+        BatchNormProblem("fwd_train", "fp32", 4, 16, (14, 14), "spatial"),
+    ]
+    for p in layers:
+        res = run_layer(p, RunSettings(backend="torch", iters=2))
+        assert res.status == "ok", (p, res.message)
+
+
+@needs_gpu
+def test_gpu_times_are_device_time_from_events():
+    p = ConvProblem("fwd", "fp32", **LAYER)
+    res = run_layer(p, RunSettings(backend="torch", iters=20, warmup=3, verify=False))
+    assert res.status == "ok", res.message
+    assert "GPU time between torch.cuda events" in res.message
+    # the wall clock around call + synchronize, the way CPU runs are timed, is never shorter
+    tb = get_backend("torch")
+    from miotui.execute.reference import make_inputs
+    prepared = tb.prepare(p, make_inputs(p))
+    wall = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        tb.run(p, prepared, None)
+        tb.synchronize()
+        wall.append((time.perf_counter() - t0) * 1e3)
+    assert 0 < res.min_ms <= sorted(wall)[len(wall) // 2]
+
+
+@needs_gpu
+def test_gpu_memory_guard_refuses_a_layer_larger_than_the_gpu():
+    import torch
+    free, total = torch.cuda.mem_get_info()
+    huge = ConvProblem("fwd", "fp32", 4096, 256, 256, (256, 256), (3, 3), (1, 1), (1, 1), (1, 1))
+    check = guard.check_memory(huge, "torch", available=1 << 50, device="cuda")
+    assert not check.ok and "GPU memory" in check.message and check.where == "device"
+    assert check.suggested_batch is not None and 1 <= check.suggested_batch < 4096
+    assert check.available_bytes <= total
+
+
+@needs_gpu
+def test_gpu_run_cancels_between_queued_calls():
+    import threading
+    cancel = threading.Event()
+
+    def progress(text: str) -> None:
+        if "iteration 3/" in text:
+            cancel.set()
+
+    p = ConvProblem("fwd", "fp32", **LAYER)
+    res = run_layer(p, RunSettings(backend="torch", iters=50), cancel=cancel, on_progress=progress)
+    assert res.status == "cancelled", res.message
