@@ -205,6 +205,9 @@ class MiotuiApp(App):
             self.demo.cleanup()
         if self._poll_thread is not None:
             self._poll_thread.join(1.0)
+        reference = sys.modules.get("miotui.execute.reference")   # loaded only if a layer ran
+        if reference is not None:
+            reference.shutdown_threads()
 
     async def action_quit(self) -> None:
         self.shutdown_background()

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -51,13 +52,15 @@ def small_log() -> str:
             + BNORM + BROKEN)
 
 
-async def wait_until(pilot, cond, timeout: float = 8.0, what: str = "") -> None:
+async def wait_until(pilot, cond, timeout: float = 8.0, what: "str | Callable[[], str]" = "") -> None:
+    """``what`` names the awaited state; a callable is asked at the failure (so the
+    message can show the state the app was in instead)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
             return
         await pilot.pause(0.03)
-    assert cond(), f"timed out waiting for {what or cond}"
+    assert cond(), f"timed out waiting for {(what() if callable(what) else what) or cond}"
 
 
 def table(app: MiotuiApp) -> LayerTable:
@@ -462,7 +465,26 @@ async def test_run_on_the_reference_lands_on_the_row_and_the_detail(log):
         assert not app.running
 
 
-async def test_second_run_queues_and_escape_cancels(tmp_path):
+@pytest.fixture
+def long_big_runs(monkeypatch):
+    """Each numpy call on a layer with 32 images also waits 1 s (returning early on a
+    cancel), so a run outlasts the key presses on any machine: on a 16-core one the
+    real layer ran in 4.7 s, while each ``pilot.press`` waited up to 2 s for the CPU
+    to go idle, and the run ended before the test could see it."""
+    from miotui.execute.backends import NumpyBackend
+    real = NumpyBackend.run
+
+    def run(self, problem, prepared, cancel):
+        out = real(self, problem, prepared, cancel)
+        end = time.monotonic() + (1.0 if problem.n == 32 else 0.0)
+        while time.monotonic() < end and not cancel.is_set():
+            time.sleep(0.01)
+        return out
+
+    monkeypatch.setattr(NumpyBackend, "run", run)
+
+
+async def test_second_run_queues_and_escape_cancels(tmp_path, long_big_runs):
     log = tmp_path / "big.log"
     log.write_text(conv(n=32, c=256, h=56, k=256) + conv())
     app = app_for([log])
@@ -475,7 +497,8 @@ async def test_second_run_queues_and_escape_cancels(tmp_path):
         await pilot.press("r")
         assert t.row_text(1)["verdict"] == "queued" and t.row_text(0)["verdict"] == "running"
         await wait_until(pilot, lambda: "iteration" in app._run_text or "warm" in app._run_text
-                         or "reference" in app._run_text, timeout=20, what="progress")
+                         or "reference" in app._run_text, timeout=20,
+                         what=lambda: f"progress (run text: {app._run_text!r}; results: {app._results!r})")
         started = time.monotonic()
         await pilot.press("escape")
         await wait_until(pilot, lambda: t.row_text(0)["verdict"] == "cancelled", timeout=20)
@@ -680,7 +703,7 @@ async def test_themes_work(log):
             assert table(app).visible_text()[1].strip().startswith("0 conv")
 
 
-async def test_ctrl_q_quits_cleanly_with_nothing_left_running(tmp_path):
+async def test_ctrl_q_quits_cleanly_with_nothing_left_running(tmp_path, long_big_runs):
     log = tmp_path / "big.log"
     log.write_text(conv(n=32, c=256, h=56, k=256))
     before = set(threading.enumerate())
@@ -688,7 +711,9 @@ async def test_ctrl_q_quits_cleanly_with_nothing_left_running(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: len(table(app).model.rows) == 1)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.running and "running" in app._run_text or "#0" in app._run_text)
+        # past the warm-up: the reference's worker threads exist and are in use
+        await wait_until(pilot, lambda: "iteration" in app._run_text, timeout=30,
+                         what=lambda: f"the timed iterations (run text: {app._run_text!r})")
         await pilot.press("ctrl+q")
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 import tracemalloc
 
 import numpy as np
@@ -376,3 +377,17 @@ def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: i
     for budget in (None, per_image, 2 * per_image):   # one chunk; one and two images per chunk
         (out,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
         assert _rel_err(out, expect) < 1e-12, budget
+
+
+def test_worker_threads_end_on_shutdown_and_come_back_for_the_next_run(monkeypatch) -> None:
+    monkeypatch.setattr(R, "THREADS", 2)
+    p = ConvProblem("fwd", "fp32", 4, 8, 8, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1))
+    inputs = R.make_inputs(p)
+    first = R.run_reference(p, inputs)
+    assert R._split_parts(R.conv_geometry(p), False) == 2   # so the run used the pool
+    R.shutdown_threads()
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("miotui-ref") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [t for t in threading.enumerate() if t.name.startswith("miotui-ref")]
+    np.testing.assert_array_equal(R.run_reference(p, inputs)["y"], first["y"])

@@ -406,6 +406,19 @@ def _get_split_pool() -> Any:
         return _split_pool
 
 
+def shutdown_threads() -> None:
+    """Let the persistent worker threads end (an app that quits leaves none behind).
+
+    Queued chunks are dropped (their run has been cancelled by then); a chunk already
+    running finishes on its own, then its thread exits.  A later run starts a new pool.
+    """
+    global _split_pool
+    with _pool_lock:
+        pool, _split_pool = _split_pool, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
 def _check_cancel(cancel: Optional[threading.Event]) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("reference run cancelled")
@@ -1034,8 +1047,19 @@ def _nb_wrw(x: np.ndarray, dy: np.ndarray, g: ConvGeometry, cancel: Optional[thr
     return numba_kernels.conv_backward_weights(x, dy, g, cancel)
 
 
-def _conv_temp_bytes(direction: str, g: ConvGeometry, it: int, budget: int, weight_elems: int) -> int:
-    """Scratch one worker allocates at its peak (padded chunk, columns, GEMM result...)."""
+#: operands of col2im's strided ``view += src``; numpy's ufunc iterator may buffer each
+#: one (``np.getbufsize()`` elements): measured 193 KB per worker at fp64, i.e. 3 x 8192 x 8.
+_COL2IM_UFUNC_OPERANDS = 3
+
+
+def _conv_temp_bytes(direction: str, g: ConvGeometry, it: int, budget: int, weight_elems: int,
+                     workers: int = 1) -> int:
+    """Scratch one worker allocates at its peak (padded chunk, columns, GEMM result...).
+
+    ``workers``: threads that may run col2im's adds at once inside this call (the batch
+    split gives each part one; an unsplit run fans col2im out over THREADS).  Without
+    their ufunc buffers the estimate fell 15% short on a 16-core machine (bwd, stride 2).
+    """
     plan = _conv_plan(g, it, budget)
     n = plan.images
     rows_elems = plan.rows * (g.out_elems // g.out_sp[0])
@@ -1051,7 +1075,8 @@ def _conv_temp_bytes(direction: str, g: ConvGeometry, it: int, budget: int, weig
         if flipped is not None:
             return _conv_temp_bytes("fwd", flipped, it, budget, weight_elems) + weight_elems * it
         dxp = n * g.cu * math.prod(g.padded) * it
-        return dxp + plan.col_bytes + out_chunk
+        ufunc_buffers = workers * _COL2IM_UFUNC_OPERANDS * np.getbufsize() * it
+        return dxp + plan.col_bytes + out_chunk + ufunc_buffers
     return in_chunk + plan.col_bytes + out_chunk + 2 * g.ku * g.q * it
 
 
@@ -1087,7 +1112,7 @@ def conv_peak_bytes(problem: ConvProblem, precision: str = "fp32", chunk_bytes: 
         if direction == "wrw":
             total += (parts - 1) * sizes["w"] * it  # the parts' weight gradients before the sum
     else:
-        total += _conv_temp_bytes(direction, g, it, budget, sizes["w"])
+        total += _conv_temp_bytes(direction, g, it, budget, sizes["w"], workers=THREADS)
     # the numba engine's depthwise kernels, where they apply (peak_bytes does not know the engine)
     from miotui.execute import numba_kernels
     total += numba_kernels.scratch_bytes(g, it, THREADS)
