@@ -2,7 +2,7 @@
 
 Update after an intended change with ``pytest tests/test_app_snapshots.py --snapshot-update``
 and look at the report.  Everything on screen is deterministic: a fixed log read once
-(no follow, so no "new" highlight and no rate), no job, no toast.
+(no follow, so no "new" highlight and no rate), no job, no toast, two reference threads.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from miotui.app import MiotuiApp
+from miotui.execute import reference
 
 SIZE = (160, 45)
 
@@ -38,6 +39,9 @@ LOG = "".join([
 def log(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MIOTUI_KEYMAP", str(tmp_path / "none.toml"))
+    # the detail screen's memory estimate counts one batch part per worker thread, and the
+    # thread count follows the machine's cores: pin it to the 2 these snapshots were made with
+    monkeypatch.setattr(reference, "THREADS", 2)
     p = tmp_path / "train.log"
     p.write_text(LOG)
     return p
