@@ -19,9 +19,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, Problem, ProblemError, SoftmaxProblem,
-                             default_layout)
+from miotui.problems import (FUSION_ACTIV_DEFAULTS, FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem,
+                             ConvProblem, FusionProblem, LRNProblem, PoolProblem, Problem, ProblemError,
+                             SoftmaxProblem, default_layout)
 
 
 class DriverCommandError(ValueError):
@@ -548,6 +548,10 @@ def _softmax_argv(p: SoftmaxProblem) -> list[str]:
 
 # ----------------------------------------------------------------------------- fusion
 
+#: CBAInfer's activation flags and the FusionProblem fields they set
+_FUSION_ACTIV_FLAGS = (("m", "activ_mode"), ("A", "activ_alpha"), ("B", "activ_beta"), ("G", "activ_gamma"))
+
+
 def _parse_fusion(base: str, args: Sequence[str], api_name: Optional[str], log_fn: Optional[str]) -> ParsedCommand:
     raw, warnings = _split_flags(args, FUSION_LONG, strict=bool(log_fn or api_name))
     f = _Flags(raw)
@@ -576,8 +580,10 @@ def _parse_fusion(base: str, args: Sequence[str], api_name: Optional[str], log_f
         raise DriverCommandError("fusion batch-norm mode must be 0 or 1")
     spatial = (f.int("H", 32), f.int("W", 32))
     # the driver's activation flags (MIOpen's Command lines carry none: CBAInfer's defaults)
-    activ = dict(activ_mode=3 if bn_key == "m" else f.int("m", 3), activ_alpha=f.float("A", 1.0),
-                 activ_beta=f.float("B", 0.0), activ_gamma=f.float("G", 1.0))
+    activ = {name: (f.int if flag == "m" else f.float)(flag, FUSION_ACTIV_DEFAULTS[name])
+             for flag, name in _FUSION_ACTIV_FLAGS}
+    if bn_key == "m":   # -m was the batch-norm mode
+        activ["activ_mode"] = FUSION_ACTIV_DEFAULTS["activ_mode"]
     try:
         if fusion_mode in (0, 1, 3, 4, 5, 6):
             problem = FusionProblem(fusion_mode, dtype, f.int("n", 32), f.int("c", 3), spatial,
@@ -606,10 +612,10 @@ def _fusion_argv(p: FusionProblem) -> list[str]:
     if p.fusion_mode in (0, 1, 2, 3):
         argv += ["-M", 1 if p.bn_mode == "spatial" else 0]
     if p.fusion_mode in FUSION_ACTIV_MODES:  # the activation, where it differs from the driver's default
-        for flag, value, default in (("-m", p.activ_mode, 3), ("-A", p.activ_alpha, 1.0),
-                                     ("-B", p.activ_beta, 0.0), ("-G", p.activ_gamma, 1.0)):
-            if value != default:
-                argv += [flag, value if flag == "-m" else _fmt_float(value)]
+        for flag, name in _FUSION_ACTIV_FLAGS:
+            value = getattr(p, name)
+            if value != FUSION_ACTIV_DEFAULTS[name]:
+                argv += ["-" + flag, value if flag == "m" else _fmt_float(value)]
     return [str(a) for a in argv]
 
 

@@ -35,6 +35,9 @@ FUSION_MODES = {0: "conv+bias+bn+activ", 1: "conv+bn+activ", 2: "bn+activ", 3: "
 FUSION_CONV_MODES = frozenset({0, 1, 3, 4, 5, 6})
 FUSION_BN_MODES = frozenset({0, 1, 2, 3})
 FUSION_ACTIV_MODES = frozenset({0, 1, 2, 4, 5})
+#: a fusion plan's activation when nothing says otherwise: CBAInfer's defaults (RELU,
+#: alpha 1, beta 0, gamma 1), which MIOpen's Command lines never override
+FUSION_ACTIV_DEFAULTS = {"activ_mode": 3, "activ_alpha": 1.0, "activ_beta": 0.0, "activ_gamma": 1.0}
 
 
 class ProblemError(ValueError):
@@ -482,8 +485,7 @@ class FusionProblem(_ProblemBase):
     def __post_init__(self) -> None:
         _check(self.fusion_mode in FUSION_MODES, f"fusion mode must be 0..6, got {self.fusion_mode!r}")
         if self.fusion_mode not in FUSION_ACTIV_MODES:  # the plan has no activation
-            for name, value in (("activ_mode", 3), ("activ_alpha", 1.0), ("activ_beta", 0.0),
-                                ("activ_gamma", 1.0)):
+            for name, value in FUSION_ACTIV_DEFAULTS.items():
                 object.__setattr__(self, name, value)
         _check(isinstance(self.activ_mode, int) and 0 <= self.activ_mode < len(ACTIVATION_MODES),
                f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.activ_mode!r}")

@@ -36,7 +36,7 @@ from miotui.logs.grammar import (ACTIVATION_NAMES, ActivDesc, ConvDesc, Descript
                                  TensorDesc, is_null_pointer, is_pointer, layout_strides,
                                  packed_strides, parse_activ, parse_conv, parse_int_vector, parse_lrn,
                                  parse_number, parse_pool, parse_tensor, parse_tensor_args)
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
+from miotui.problems import (FUSION_ACTIV_DEFAULTS, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, Problem, ProblemError, SoftmaxProblem,
                              default_layout)
 
@@ -339,7 +339,7 @@ class _Plan:
     weights: Optional[TensorDesc] = None
     bn_mode: str = "spatial"
     #: activation mode (miopenCreateOpActivationForward) and coefficients (miopenSetOpArgsActivForward)
-    activ: ActivDesc = ActivDesc(3, 1.0, 0.0, 1.0)
+    activ: ActivDesc = ActivDesc(**{k.removeprefix("activ_"): v for k, v in FUSION_ACTIV_DEFAULTS.items()})
 
 
 @dataclass
@@ -887,8 +887,7 @@ class TraceDecoder:
             return []
         try:
             plan.activ = replace(plan.activ, alpha=p.float("activAlpha", "activAlpha"),
-                                             beta=p.float("activBeta", "activBeta"),
-                                             gamma=p.float("activGamma", "activGamma"))
+                                 beta=p.float("activBeta", "activBeta"), gamma=p.float("activGamma", "activGamma"))
         except _Fail:
             pass
         return []
