@@ -410,7 +410,9 @@ def shutdown_threads() -> None:
     """Let the persistent worker threads end (an app that quits leaves none behind).
 
     Queued chunks are dropped (their run has been cancelled by then); a chunk already
-    running finishes on its own, then its thread exits.  A later run starts a new pool.
+    running finishes on its own, then its thread exits.  A later run starts a new pool; a
+    run handing out its parts at that very moment ends with an error result instead (the
+    app calls this only when it quits).
     """
     global _split_pool
     with _pool_lock:
