@@ -391,3 +391,39 @@ def test_worker_threads_end_on_shutdown_and_come_back_for_the_next_run(monkeypat
         time.sleep(0.02)
     assert not [t for t in threading.enumerate() if t.name.startswith("miotui-ref")]
     np.testing.assert_array_equal(R.run_reference(p, inputs)["y"], first["y"])
+
+
+def test_a_run_whose_parts_shutdown_drops_ends_cancelled_not_failed(monkeypatch) -> None:
+    """The app quits (shutdown_threads) while a split run's parts wait in the queue:
+    the run ends with Cancelled, which the runner reports as cancelled, not as an error."""
+    monkeypatch.setattr(R, "THREADS", 2)
+    R.shutdown_threads()
+    p = ConvProblem("fwd", "fp32", 4, 8, 8, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1))
+    assert R._split_parts(R.conv_geometry(p), False) == 2
+    inputs = R.make_inputs(p)
+    pool = R._get_split_pool()
+    release = threading.Event()
+    busy = [pool.submit(release.wait) for _ in range(2)]   # both workers taken: the parts queue
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            R.run_reference(p, inputs)
+        except BaseException as e:   # noqa: BLE001 - the test reads what came out
+            outcome.append(e)
+
+    runner = threading.Thread(target=run, daemon=True)
+    try:
+        runner.start()
+        deadline = time.monotonic() + 10
+        while pool._work_queue.qsize() < 2 and time.monotonic() < deadline and not outcome:
+            time.sleep(0.005)   # until both parts wait in the queue
+        queued = pool._work_queue.qsize()
+        R.shutdown_threads()
+    finally:
+        release.set()
+    runner.join(10)
+    assert queued >= 2 and not runner.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], R.Cancelled), outcome
+    assert all(f.done() for f in busy)
+    assert not any(R._all_workspaces), "shutdown_threads frees the cached scratch buffers"

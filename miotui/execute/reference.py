@@ -57,6 +57,7 @@ import os
 import sys
 import threading
 import zlib
+from concurrent.futures import CancelledError, Future, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
@@ -411,14 +412,20 @@ def shutdown_threads() -> None:
 
     Queued chunks are dropped (their run has been cancelled by then); a chunk already
     running finishes on its own, then its thread exits.  A later run starts a new pool; a
-    run handing out its parts at that very moment ends with an error result instead (the
-    app calls this only when it quits).
+    run handing out its parts at that very moment ends as cancelled (the app calls this
+    only when it quits).  The cached scratch buffers go too.
     """
     global _split_pool
     with _pool_lock:
         pool, _split_pool = _split_pool, None
     if pool is not None:
         pool.shutdown(wait=False, cancel_futures=True)
+    release_workspace()
+
+
+def _pool_shut_down(pool: Any) -> bool:
+    with _pool_lock:
+        return pool is not _split_pool
 
 
 def _check_cancel(cancel: Optional[threading.Event]) -> None:
@@ -982,15 +989,27 @@ def _conv_split(direction: str, trans: bool, arrays: list[np.ndarray], g: ConvGe
             shape = (g.ku,) + g.out_sp if (direction == "fwd") != trans else (g.cu,) + g.in_sp
             result = np.empty((g.n,) + shape, dtype=arrays[0].dtype)
         pool = _get_split_pool()
-        futures = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            sub = [arr[a:b] if i in batch_args else arr for i, arr in enumerate(arrays)]
-            sub_g = ConvGeometry(b - a, g.cu, g.ku, g.groups, g.in_sp, g.out_sp, g.filt, g.strides,
-                                 g.dils, g.pad_before)
-            futures.append(pool.submit(_conv_direction, direction, trans, sub, sub_g,
-                                       max(budget // parts, 1), cancel, False,
-                                       None if result is None else result[a:b]))
-        results = [f.result() for f in futures]
+        futures: list[Future] = []
+        try:
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                sub = [arr[a:b] if i in batch_args else arr for i, arr in enumerate(arrays)]
+                sub_g = ConvGeometry(b - a, g.cu, g.ku, g.groups, g.in_sp, g.out_sp, g.filt, g.strides,
+                                     g.dils, g.pad_before)
+                futures.append(pool.submit(_conv_direction, direction, trans, sub, sub_g,
+                                           max(budget // parts, 1), cancel, False,
+                                           None if result is None else result[a:b]))
+            results = [f.result() for f in futures]
+        except (RuntimeError, CancelledError) as e:
+            # shutdown_threads() ran meanwhile (the app is quitting): submit refuses new
+            # parts, queued ones are cancelled.  Anything else a part raises is its own.
+            if not isinstance(e, CancelledError) and not _pool_shut_down(pool):
+                raise
+            for f in futures:
+                f.cancel()
+            # a part that was running finishes first (it writes into ``result``); a
+            # cancelled one never reaches "done" for wait(): a dropped queue item is not notified
+            wait([f for f in futures if not f.cancelled()])
+            raise Cancelled("reference run cancelled: its worker threads were shut down") from None
     finally:
         blas.restore(old)
     if result is not None:
