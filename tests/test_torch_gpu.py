@@ -13,7 +13,9 @@ import time
 import pytest
 
 from miotui.execute import guard
-from miotui.execute.backends import RunSettings, TorchBackend, _fp32_without_tf32, available_backends, get_backend
+from miotui.execute.backends import (GPU_QUEUE_AHEAD, RunSettings, TorchBackend, _fp32_without_tf32, _wait_for_event,
+                                     available_backends, get_backend)
+from miotui.execute.reference import Cancelled
 from miotui.execute.runner import clear_cache, run_layer
 from miotui.problems import BatchNormProblem, ConvProblem, PoolProblem
 
@@ -147,3 +149,63 @@ def test_gpu_run_cancels_between_queued_calls():
     p = ConvProblem("fwd", "fp32", **LAYER)
     res = run_layer(p, RunSettings(backend="torch", iters=50), cancel=cancel, on_progress=progress)
     assert res.status == "cancelled", res.message
+
+
+class _FakeNeverDoneEvent:
+    """Stands in for a torch.cuda.Event the GPU never reaches (a hung or very long call):
+    the CPU machine that runs CI has no CUDA events to wait on."""
+
+    def __init__(self) -> None:
+        self.polls = 0
+
+    def query(self) -> bool:
+        self.polls += 1
+        return False
+
+
+def test_waiting_for_the_gpu_answers_a_cancel_from_another_thread():
+    import threading
+    cancel = threading.Event()
+    event = _FakeNeverDoneEvent()
+    threading.Timer(0.05, cancel.set).start()
+    t0 = time.monotonic()
+    with pytest.raises(Cancelled):
+        _wait_for_event(event, cancel)
+    assert event.polls > 1 and time.monotonic() - t0 < 5
+
+
+@needs_gpu
+def test_gpu_run_cancelled_after_the_last_call_is_queued_does_not_wait_for_the_gpu():
+    """The cancel comes when every call is already queued: no synchronize holds the
+    run until they finish."""
+    import threading
+    cancel = threading.Event()
+    iters = 3 * GPU_QUEUE_AHEAD
+
+    def progress(text: str) -> None:
+        if f"iteration {iters}/" in text:
+            cancel.set()
+
+    p = ConvProblem("fwd", "fp32", **LAYER)
+    res = run_layer(p, RunSettings(backend="torch", iters=iters, verify=False), cancel=cancel, on_progress=progress)
+    assert res.status == "cancelled", res.message
+
+
+@needs_gpu
+def test_gpu_run_times_out_while_calls_are_queued():
+    big = dict(LAYER, n=64)
+    p = ConvProblem("fwd", "fp32", **big)
+    res = run_layer(p, RunSettings(backend="torch", iters=2000, verify=False, timeout_s=0.5))
+    assert res.status == "error" and "timed out" in res.message, res.message
+
+
+@needs_gpu
+def test_gpu_run_turns_tf32_off_again_if_other_code_turned_it_on():
+    import torch
+    p = ConvProblem("fwd", "fp32", **LAYER)
+    tb = get_backend("torch")
+    assert tb.device == "cuda"
+    torch.backends.cudnn.allow_tf32 = True
+    res = run_layer(p, RunSettings(backend="torch", iters=3))
+    assert res.status == "ok", res.message
+    assert torch.backends.cudnn.allow_tf32 is False

@@ -365,6 +365,8 @@ class TorchBackend(Backend):
         torch bfloat16."""
         import numpy as np
         import torch
+        if self.device == "cuda":   # again: code sharing this process may have turned TF32 back on
+            _fp32_without_tf32(torch)
         dt = self._dtype(problem)
         pdt = self._torch_dtype(problem.param_dtype) if isinstance(problem, BatchNormProblem) else dt
         out = {}
@@ -403,12 +405,16 @@ class TorchBackend(Backend):
 
     def time_calls(self, problem: Problem, prepared: Any, iters: int, cancel: Any,
                    before_call: Callable[[int], None]) -> tuple[Any, list[float]]:
-        """On the GPU: a pair of events around each call, all calls queued back to back
-        and one synchronize at the end, so each time is what the device spent on that
-        call, as MIOpenDriver's kernel time is.  Timing each call with the wall clock
-        and a synchronize added 10-70 us of launch and sync latency per call on an H100
-        (a 1x1 ResNet-50 layer: 0.070 ms that way, 0.045 ms back to back).  A cancel
-        lands between calls; the calls already queued finish first."""
+        """On the GPU: a pair of events around each call, the calls queued back to back,
+        so each time is what the device spent from the call's first kernel to its last
+        (as MIOpenDriver's kernel time is; gaps between one call's own kernels count).
+        Timing each call with the wall clock and a synchronize added 10-70 us of launch
+        and sync latency per call on an H100 (a 1x1 ResNet-50 layer: 0.070 ms that way,
+        0.045 ms back to back).
+
+        At most ``GPU_QUEUE_AHEAD`` calls wait on the GPU, and the host polls their events
+        instead of blocking in a synchronize, so a cancel or timeout is answered within a
+        few calls; the calls already queued then finish on the GPU on their own."""
         if self.device != "cuda":
             return super().time_calls(problem, prepared, iters, cancel, before_call)
         import torch
@@ -416,12 +422,15 @@ class TorchBackend(Backend):
         events = []
         for i in range(iters):
             before_call(i)
+            if i >= GPU_QUEUE_AHEAD:
+                _wait_for_event(events[i - GPU_QUEUE_AHEAD][1], cancel)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             raw = self.run(problem, prepared, cancel)
             end.record()
             events.append((start, end))
-        torch.cuda.synchronize()
+        if events:
+            _wait_for_event(events[-1][1], cancel)
         return raw, [start.elapsed_time(end) for start, end in events]
 
     def timer(self) -> str:
@@ -440,6 +449,23 @@ class TorchBackend(Backend):
             else:
                 res[name] = np.asarray(t.numpy())
         return res
+
+
+#: calls a GPU run keeps queued ahead of the host: enough to keep the device busy on
+#: layers that take tens of microseconds, few enough that a cancel is answered quickly
+GPU_QUEUE_AHEAD = 16
+
+
+def _wait_for_event(event: Any, cancel: Any) -> None:
+    """Wait until the GPU has passed ``event``, answering ``cancel`` meanwhile (a
+    ``torch.cuda.synchronize`` cannot be interrupted)."""
+    from miotui.execute.reference import Cancelled
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("GPU run cancelled (the calls already queued finish on the GPU)")
+        if event.query():
+            return
+        time.sleep(0.0002)
 
 
 def _fp32_without_tf32(torch: Any) -> None:
