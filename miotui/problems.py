@@ -15,7 +15,9 @@ is a separate field.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from types import MappingProxyType
 from typing import Any, ClassVar, Union
 
 DTYPES = ("fp32", "fp16", "bf16", "int8", "fp64", "fp8", "bf8", "unknown")
@@ -37,7 +39,8 @@ FUSION_BN_MODES = frozenset({0, 1, 2, 3})
 FUSION_ACTIV_MODES = frozenset({0, 1, 2, 4, 5})
 #: a fusion plan's activation when nothing says otherwise: CBAInfer's defaults (RELU,
 #: alpha 1, beta 0, gamma 1), which MIOpen's Command lines never override
-FUSION_ACTIV_DEFAULTS = {"activ_mode": 3, "activ_alpha": 1.0, "activ_beta": 0.0, "activ_gamma": 1.0}
+FUSION_ACTIV_DEFAULTS: Mapping[str, Union[int, float]] = MappingProxyType(
+    {"activ_mode": 3, "activ_alpha": 1.0, "activ_beta": 0.0, "activ_gamma": 1.0})
 
 
 class ProblemError(ValueError):
