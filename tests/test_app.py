@@ -706,7 +706,15 @@ async def test_themes_work(log):
 async def test_ctrl_q_quits_cleanly_with_nothing_left_running(tmp_path, long_big_runs):
     log = tmp_path / "big.log"
     log.write_text(conv(n=32, c=256, h=56, k=256))
+    # worker threads an earlier test left would count as "before": end them, so the
+    # threads this run uses are ones the app itself must end
+    from miotui.execute import reference
+    reference.shutdown_threads()
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("miotui-ref") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.02)
     before = set(threading.enumerate())
+    assert not [t for t in before if t.name.startswith("miotui-ref")]
     app = app_for([log], follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: len(table(app).model.rows) == 1)
