@@ -40,8 +40,12 @@ def log(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MIOTUI_KEYMAP", str(tmp_path / "none.toml"))
     # the detail screen's memory estimate counts one batch part per worker thread, and the
-    # thread count follows the machine's cores: pin it to the 2 these snapshots were made with
+    # thread count follows the machine's cores: pin it to the 2 these snapshots were made
+    # with.  The split also needs numpy's OpenBLAS thread API (a numpy built on another
+    # BLAS has none): say it is there, as on the machine that made them (a run that then
+    # finds no API just runs unsplit).
     monkeypatch.setattr(reference, "THREADS", 2)
+    monkeypatch.setattr(reference._BlasThreads, "usable", property(lambda self: True))
     p = tmp_path / "train.log"
     p.write_text(LOG)
     return p
