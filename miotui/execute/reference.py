@@ -999,10 +999,10 @@ def _conv_split(direction: str, trans: bool, arrays: list[np.ndarray], g: ConvGe
                                            max(budget // parts, 1), cancel, False,
                                            None if result is None else result[a:b]))
             results = [f.result() for f in futures]
-        except (RuntimeError, CancelledError) as e:
+        except (RuntimeError, CancelledError):
             # shutdown_threads() ran meanwhile (the app is quitting): submit refuses new
             # parts, queued ones are cancelled.  Anything else a part raises is its own.
-            if not isinstance(e, CancelledError) and not _pool_shut_down(pool):
+            if not _pool_shut_down(pool):
                 raise
             for f in futures:
                 f.cancel()
