@@ -46,6 +46,12 @@ class LayerSnapshot:
     annotation_history: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
+    def id(self) -> int:
+        """The layer's id everywhere (app, ``decode``, exports, ``run --layer``): its
+        arrival order in the log, 1 for the first layer met."""
+        return self.index + 1
+
+    @property
     def total(self) -> int:
         return self.executions + self.finds + self.mentions
 

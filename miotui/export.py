@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import shlex
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
@@ -94,25 +94,32 @@ def _driver_argv(problem: Any) -> tuple[list[str] | None, str]:
 # ---------------------------------------------------------------------- JSON
 
 
-def layer_json(layer: Any) -> dict[str, Any]:
-    """One layer in the documented JSON shape."""
+def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None) -> dict[str, Any]:
+    """One layer in the documented JSON shape; ``runs`` (the layer's run results as
+    ``RunResult.to_dict()``, oldest first) adds a ``runs`` list."""
     p = layer.problem
-    return {
-        "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
+    out = {
+        "id": layer.id, "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
         "driver_command": layer.driver_command, "executions": layer.executions, "finds": layer.finds,
         "mentions": layer.mentions, "first_line": layer.first_line, "last_line": layer.last_line,
         "sources": list(layer.sources), "warnings": list(layer.warnings), "problem": p.to_dict(),
     }
+    if runs is not None:
+        out["runs"] = [dict(r) for r in runs]
+    return out
 
 
-def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapping[str, Any]) -> dict[str, Any]:
+def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
+            runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> dict[str, Any]:
     """The ``--format json`` document: layers (in the order given), undecoded lines, stats.
 
     ``stats`` must hold ``lines``, ``bytes`` and ``seconds``; only those keys are kept,
-    so the contract stays what the README documents.
+    so the contract stays what the README documents.  ``runs`` maps a layer id to its
+    run results (``RunResult.to_dict()``); each layer then carries a ``runs`` list.
     """
     return {
-        "layers": [layer_json(layer) for layer in catalog_layers],
+        "layers": [layer_json(layer, None if runs is None else runs.get(layer.id, ()))
+                   for layer in catalog_layers],
         "undecoded": [{"line": u.line, "reason": u.reason, "text": u.text} for u in undecoded],
         "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"])},
     }
@@ -120,29 +127,55 @@ def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapp
 
 # ---------------------------------------------------------------------- CSV
 
-CSV_COLUMNS = ("rank", "op", "direction", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
+CSV_COLUMNS = ("id", "op", "direction", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
                "stride", "dilation", "groups", "mode", "output", "executions", "finds", "mentions",
                "gflop_per_call", "first_line", "last_line", "sources", "files", "solver", "algorithm",
-               "solver_time_ms", "warnings", "driver_command")
+               "solver_time_ms", "warnings", "driver_command",
+               "run_backend", "run_status", "run_median_ms", "run_min_ms", "run_max_ms", "run_gflops",
+               "run_gbps", "run_verified", "run_error", "run_tolerance")
+
+#: the CSV's run columns and the ``RunResult.to_dict()`` keys they show (the latest run)
+_RUN_COLUMNS = (("run_backend", "backend"), ("run_status", "status"), ("run_median_ms", "median_ms"),
+                ("run_min_ms", "min_ms"), ("run_max_ms", "max_ms"), ("run_gflops", "gflops"),
+                ("run_gbps", "gbps"))
 
 
-def to_csv(layers: Sequence[Any]) -> str:
-    """One row per layer, in the order given (``rank`` is the 1-based position)."""
+def _run_cells(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run columns of a layer: its latest run, empty when it has none."""
+    cells: dict[str, Any] = {column: "" for column in CSV_COLUMNS if column.startswith("run_")}
+    if not runs:
+        return cells
+    last = runs[-1]
+    for column, key in _RUN_COLUMNS:
+        value = last.get(key)
+        cells[column] = "" if value is None else value
+    ver = last.get("verification") or {}
+    if ver:
+        cells.update(run_verified="yes" if ver.get("ok") else "no",
+                     run_error="" if ver.get("error") is None else ver["error"],
+                     run_tolerance="" if ver.get("tolerance") is None else ver["tolerance"])
+    return cells
+
+
+def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> str:
+    """One row per layer, in the order given; ``id`` is the layer's id, the ``run_*``
+    columns its latest run in ``runs`` (layer id -> ``RunResult.to_dict()`` list)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    for rank, layer in enumerate(layers, 1):
+    for layer in layers:
         p = layer.problem
         cols = layer_columns(p)
         ann = dict(layer.annotations)
         row = {
-            "rank": rank, "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
+            "id": layer.id, "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
             **cols, "executions": layer.executions, "finds": layer.finds, "mentions": layer.mentions,
             "gflop_per_call": f"{p.flops / 1e9:.6g}", "first_line": layer.first_line,
             "last_line": layer.last_line, "sources": ";".join(layer.sources),
             "files": ";".join(getattr(layer, "files", ())), "solver": ann.get("solver", ""),
             "algorithm": ann.get("algorithm", ""), "solver_time_ms": ann.get("solver_time_ms", ""),
             "warnings": " | ".join(layer.warnings), "driver_command": layer.driver_command,
+            **_run_cells(runs.get(layer.id, ()) if runs else ()),
         }
         w.writerow([row[c] for c in CSV_COLUMNS])
     return buf.getvalue()
@@ -176,10 +209,10 @@ def to_driver_script(layers: Sequence[Any]) -> str:
         "failures=0",
         "",
     ]
-    for rank, layer in enumerate(ordered, 1):
+    for layer in ordered:
         p = layer.problem
         shape = dims(getattr(p, "input_shape", ()))
-        out.append(f"# layer {rank}: {p.op} {p.direction} {p.dtype} {p.layout} {shape} - "
+        out.append(f"# layer {layer.id}: {p.op} {p.direction} {p.dtype} {p.layout} {shape} - "
                    f"{_plural(layer.executions, 'execution')}, {_plural(layer.finds, 'find')}, "
                    f"{_plural(layer.mentions, 'mention')}; log lines {layer.first_line}-{layer.last_line}")
         for warning in layer.warnings:
@@ -190,8 +223,8 @@ def to_driver_script(layers: Sequence[Any]) -> str:
             out.append("")
             continue
         cmd = " ".join(shlex.quote(a) for a in argv)
-        out.append(f'echo "== layer {rank}: {p.op} {p.direction} {p.dtype}" >&2')
-        out.append(f'"$DRIVER" {cmd} -t 1 "$@" || {{ echo "miotui: layer {rank} failed (exit $?)" >&2; '
+        out.append(f'echo "== layer {layer.id}: {p.op} {p.direction} {p.dtype}" >&2')
+        out.append(f'"$DRIVER" {cmd} -t 1 "$@" || {{ echo "miotui: layer {layer.id} failed (exit $?)" >&2; '
                    f'failures=$((failures + 1)); }}')
         out.append("")
     out.append('[ "$failures" -gt 0 ] && echo "miotui: $failures layer(s) failed" >&2')

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.driver_output import (DriverLogTracker, DriverOutput, parse_driver_output, parse_output_line,
-                                       parse_stats)
+from miotui.driver.output import DriverOutput, parse_driver_output, parse_output_line, parse_stats
+from miotui.logs.driver_output import DriverLogTracker
 from miotui.logs.events import Annotation, Sighting, Undecoded
 from miotui.logs.scan import DB, TEXT, classify
 
@@ -554,7 +554,7 @@ def test_unreadable_command_and_its_echo_give_one_undecoded():
 
 
 def test_incremental_parser_matches_whole_text():
-    from miotui.logs.driver_output import DriverOutputParser
+    from miotui.driver.output import DriverOutputParser
     text = _log("34")
     parser = DriverOutputParser()
     kinds = [getattr(parser.feed(line), "kind", None) for line in text.splitlines()]

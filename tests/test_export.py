@@ -75,12 +75,13 @@ def test_json_follows_the_contract(catalog):
     assert set(doc) == {"layers", "undecoded", "stats"}
     assert doc["stats"] == {"lines": 10, "bytes": 20, "seconds": 0.5}
     assert doc["undecoded"] == [{"line": 7, "reason": "API block cut short", "text": "MIOpen(HIP): miopenStatus_t x(){"}]
-    keys = {"op", "direction", "dtype", "layout", "driver_command", "executions", "finds", "mentions",
+    keys = {"id", "op", "direction", "dtype", "layout", "driver_command", "executions", "finds", "mentions",
             "first_line", "last_line", "sources", "warnings", "problem"}
     assert len(doc["layers"]) == len(layers)
     for d, layer in zip(doc["layers"], layers):
         assert set(d) == keys
         assert d["problem"] == layer.problem.to_dict()
+        assert d["id"] == layer.index + 1
         assert (d["op"], d["direction"], d["executions"]) == (layer.problem.op, layer.problem.direction,
                                                               layer.executions)
         assert layer.problem in parse_driver_command(d["driver_command"]).problems
@@ -93,8 +94,9 @@ def test_csv_has_one_row_per_layer_in_the_order_given(catalog):
     rows = list(csv.DictReader(io.StringIO(export.to_csv(layers))))
     assert len(rows) == len(layers)
     assert tuple(rows[0]) == export.CSV_COLUMNS
-    for rank, (row, layer) in enumerate(zip(rows, layers), 1):
-        assert int(row["rank"]) == rank
+    for row, layer in zip(rows, layers):
+        assert int(row["id"]) == layer.id == layer.index + 1
+        assert row["run_backend"] == row["run_status"] == ""
         assert int(row["executions"]) == layer.executions
         assert row["op"] == layer.problem.op and row["driver_command"] == layer.driver_command
         assert float(row["gflop_per_call"]) == pytest.approx(layer.problem.flops / 1e9, rel=1e-5)
@@ -169,3 +171,24 @@ def test_a_layer_without_a_driver_command_is_skipped_with_the_reason():
     script = export.to_driver_script([s, snap(CONV, index=1, executions=1)])
     assert "#   skipped: " in script
     assert len(_commands(script)) == 1
+
+
+def test_run_results_go_into_json_and_csv(catalog):
+    """The app exports what it ran: each layer's runs in the JSON, the latest in the CSV."""
+    layers = catalog.most_executed()
+    first = layers[0]
+    runs = {first.id: [{"backend": "numpy", "status": "ok", "median_ms": 1.5, "min_ms": 1.25, "max_ms": 2.0,
+                        "gflops": 3.0, "gbps": None,
+                        "verification": {"ok": True, "error": 1e-7, "tolerance": 1.5e-6}},
+                       {"backend": "torch", "status": "failed", "median_ms": 0.5, "min_ms": 0.4, "max_ms": 0.7,
+                        "gflops": 9.0, "gbps": 4.0,
+                        "verification": {"ok": False, "error": 0.1, "tolerance": 1.5e-6}}]}
+    doc = json.loads(json.dumps(export.to_json(layers, [], {"lines": 1, "bytes": 1, "seconds": 0}, runs=runs)))
+    by_id = {d["id"]: d for d in doc["layers"]}
+    assert [r["backend"] for r in by_id[first.id]["runs"]] == ["numpy", "torch"]
+    assert all(d["runs"] == [] for i, d in by_id.items() if i != first.id)
+    rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(export.to_csv(layers, runs)))}
+    latest = rows[first.id]
+    assert (latest["run_backend"], latest["run_status"], latest["run_verified"]) == ("torch", "failed", "no")
+    assert float(latest["run_median_ms"]) == 0.5 and float(latest["run_max_ms"]) == 0.7
+    assert all(r["run_backend"] == "" for i, r in rows.items() if i != first.id)

@@ -521,7 +521,7 @@ def _signal_name(rc: int) -> str:
 def _driver_result(problem: Problem, settings: RunSettings, text: str, rc: Optional[int], how: str,
                    common: dict) -> RunResult:
     """Turn the driver's output into a result: the verdict from the text, not ``rc``."""
-    from miotui.logs.driver_output import parse_driver_output
+    from miotui.driver.output import parse_driver_output
     name = "miopen-driver"
     out = parse_driver_output(text)
     want = _result_direction(problem)
