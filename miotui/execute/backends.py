@@ -73,6 +73,12 @@ class RunSettings:
     dump_dir: Optional[str] = None
 
 
+#: per-iteration times kept on a result (a run of 100,000 iterations keeps its first ones)
+TIMES_KEPT = 1000
+#: median/min above this flags a result as noisy
+NOISY_SPREAD = 1.5
+
+
 @dataclass(frozen=True)
 class RunResult:
     """One run of one layer on one backend.
@@ -80,9 +86,12 @@ class RunResult:
     ``status``: ``ok`` (ran; verified when verification was asked), ``failed`` (ran, but
     the check failed), ``error`` (did not run, or crashed: ``message`` says why),
     ``refused`` (the memory guard stopped it before allocating: ``message`` suggests a
-    batch), ``cancelled``.  Times are per call, in ms: ``median_ms``/``min_ms`` over the
-    timed iterations (for MIOpenDriver: the driver's average / minimum), ``jit_ms``
-    compile time kept apart.  ``problem`` is the layer as run (after ``--batch``).
+    batch), ``n/a`` (the backend does not apply to this layer: ``message`` says why; no
+    other backend stood in for it), ``cancelled``.  Times are per call, in ms:
+    ``median_ms``/``min_ms``/``max_ms`` over the timed iterations (for MIOpenDriver: the
+    driver's average / minimum), ``times_ms`` each iteration's time (at most
+    ``TIMES_KEPT``), ``jit_ms`` compile time kept apart.  ``problem`` is the layer as run
+    (after ``--batch``).
     """
 
     backend: str
@@ -109,10 +118,27 @@ class RunResult:
     dumped: tuple[str, ...] = ()
     cached: bool = field(default=False, compare=False)
     elapsed_s: float = field(default=0.0, compare=False)
+    max_ms: Optional[float] = None
+    times_ms: tuple[float, ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def spread(self) -> Optional[float]:
+        """How noisy the timing was: median / min (1.0 = every iteration as fast as the
+        best; shared hosts were seen at 2-6).  None without both times."""
+        if self.median_ms is None or self.min_ms is None or not self.min_ms > 0:
+            return None
+        return self.median_ms / self.min_ms
+
+    @property
+    def noisy(self) -> bool:
+        """The spread is large enough that the median should not be trusted as the
+        layer's speed (as hyperfine warns about outliers): rerun on a quieter machine."""
+        spread = self.spread
+        return spread is not None and spread > NOISY_SPREAD
 
     def detail(self, name: str, default: str = "") -> str:
         for k, v in self.details:
@@ -140,6 +166,7 @@ class RunResult:
             "jit_ms": num(self.jit_ms), "gflops": num(self.gflops), "gbps": num(self.gbps),
             "iterations": self.iterations, "verification": ver, "note": self.note, "engine": self.engine,
             "details": dict(self.details), "argv": list(self.argv), "dumped": list(self.dumped),
+            "max_ms": num(self.max_ms), "spread": num(self.spread), "noisy": self.noisy,
             "cached": self.cached, "elapsed_s": round(self.elapsed_s, 4), "settings": s,
             "driver_output": self.driver_output,
         }

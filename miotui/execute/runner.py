@@ -34,7 +34,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
-from miotui.execute.backends import (BACKENDS, Backend, NumbaBackend, RunResult, RunSettings, find_driver,
+from miotui.execute.backends import (BACKENDS, TIMES_KEPT, Backend, NumbaBackend, RunResult, RunSettings, find_driver,
                                      get_backend, resolve_auto)
 from miotui.execute.guard import check_memory, validate, with_batch
 from miotui.problems import BatchNormProblem, Problem, ProblemError
@@ -250,7 +250,7 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
     except (RuntimeError, ValueError, TypeError) as e:
         return _result(name, problem, settings, "error", f"{name} failed: {e}")
     median = statistics.median(times)
-    low = min(times)
+    low, high = min(times), max(times)
     if jit_ms is not None:
         notes.append(f"compile {jit_ms:.0f} ms, not counted in the times" if jit_ms >= 1 else
                      "kernels already compiled (cached)")
@@ -270,9 +270,10 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
                        f"{verification.tolerance:.3g} ({verification.how})")
     else:
         notes.append("not verified (--no-verify)")
-    return _result(name, problem, settings, status, message, median_ms=median, min_ms=low, jit_ms=jit_ms,
-                   gflops=gflops, gbps=gbps, verification=verification, note="; ".join(notes), engine=engine,
-                   iterations=len(times), dumped=dumped)
+    return _result(name, problem, settings, status, message, median_ms=median, min_ms=low, max_ms=high,
+                   times_ms=tuple(times[:TIMES_KEPT]), jit_ms=jit_ms, gflops=gflops, gbps=gbps,
+                   verification=verification, note="; ".join(notes), engine=engine, iterations=len(times),
+                   dumped=dumped)
 
 
 class _Stopped(Exception):
