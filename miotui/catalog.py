@@ -111,6 +111,8 @@ class Catalog:
         self._by_problem: dict[Problem, _Row] = {}
         self._undecoded: deque[UndecodedRecord] = deque(maxlen=UNDECODED_KEPT)
         self.undecoded_count = 0
+        #: Finds whose problem no line named (``Info [FindConv...] requestAlgoCount`` alone)
+        self.unknown_finds = 0
         self.lines = 0
         self.bytes = 0
         self.started = time.monotonic()

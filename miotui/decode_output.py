@@ -67,7 +67,8 @@ def render(catalog: Catalog, fmt: str) -> str:
     layers = catalog.most_executed()
     if fmt == "json":
         import json
-        stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3)}
+        stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
+                 "unknown_finds": catalog.unknown_finds}
         return json.dumps(export.to_json(layers, catalog.undecoded(), stats), indent=1) + "\n"
     if fmt == "csv":
         return export.to_csv(layers)

@@ -113,15 +113,17 @@ def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapp
             runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> dict[str, Any]:
     """The ``--format json`` document: layers (in the order given), undecoded lines, stats.
 
-    ``stats`` must hold ``lines``, ``bytes`` and ``seconds``; only those keys are kept,
-    so the contract stays what the README documents.  ``runs`` maps a layer id to its
+    ``stats`` must hold ``lines``, ``bytes`` and ``seconds`` (``unknown_finds``, Finds whose
+    problem the log never named, defaults to 0); only those keys are kept, so the contract
+    stays what the README documents.  ``runs`` maps a layer id to its
     run results (``RunResult.to_dict()``); each layer then carries a ``runs`` list.
     """
     return {
         "layers": [layer_json(layer, None if runs is None else runs.get(layer.id, ()))
                    for layer in catalog_layers],
         "undecoded": [{"line": u.line, "reason": u.reason, "text": u.text} for u in undecoded],
-        "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"])},
+        "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"]),
+                  "unknown_finds": int(stats.get("unknown_finds", 0))},
     }
 
 

@@ -49,6 +49,16 @@ def sightings(events) -> list[Sighting]:
     return [e for e in events if isinstance(e, Sighting)]
 
 
+def executions(events) -> list[Sighting]:
+    """A run's result lines: one execution per direction reported."""
+    return [e for e in events if isinstance(e, Sighting) and e.role == "execution"]
+
+
+def mentions(events) -> list[Sighting]:
+    """Commands, typed or echoed: one mention per layer named."""
+    return [e for e in events if isinstance(e, Sighting) and e.role == "mention"]
+
+
 def ann(events, name: str, direction: str | None = None) -> list[str]:
     return [e.value for e in events if isinstance(e, Annotation) and e.name == name
             and (direction is None or (e.problem is not None and e.problem.direction == direction))]
@@ -399,10 +409,12 @@ def test_parse_never_raises(text):
 
 def test_tracker_17_typed_and_echo_counted_once():
     events = scan(_log("17"))
-    s = sightings(events)
-    # no -F: MIOpenDriver's default 0 runs every direction
-    assert [x.problem.direction for x in s] == ["fwd", "bwd", "wrw"]
-    assert all((x.role, x.source) == ("execution", "driver-command") for x in s)
+    # no -F: MIOpenDriver's default 0 runs every direction; typed + echo name each once
+    assert [x.problem.direction for x in mentions(events)] == ["fwd", "bwd", "wrw"]
+    assert all(x.source == "driver-command" for x in mentions(events))
+    # interrupted (^C) after the backward-data result: two directions ran
+    assert [x.problem.direction for x in executions(events)] == ["fwd", "bwd"]
+    assert all(x.source == "driver-output" for x in executions(events))
     assert ann(events, "algorithm", "fwd") == ["1"] and ann(events, "algorithm", "bwd") == ["0"]
     assert ann(events, "driver_kernel_ms", "fwd") == ["3.43388"]
     assert ann(events, "driver_verdict", "fwd") == ["OK"] and ann(events, "driver_reference", "fwd") == ["CPU"]
@@ -411,48 +423,51 @@ def test_tracker_17_typed_and_echo_counted_once():
 
 def test_tracker_18_22_34_38_39():
     events = scan(_log("18"))
-    (s,) = sightings(events)
+    (s,) = executions(events)
+    assert mentions(events)[0].problem == s.problem
     assert (s.problem.c, s.problem.k, s.problem.in_spatial, s.problem.direction) == (18, 5, (32, 32), "fwd")
     assert ann(events, "driver_verify_error") == ["3.75939e-08"]
 
     events = scan(_log("22"))                               # 2 fwd results, 1 distinct
-    s = sightings(events)
+    s = executions(events)
+    assert len(mentions(events)) == 2
     assert len(s) == 2 and s[0].problem == s[1].problem
     assert ann(events, "driver_kernel_ms") == ["0.056871", "0.06176"]
 
     events = scan(_log("34"))                               # 2 fwd fp16 results, 2 distinct
-    s = sightings(events)
+    s = executions(events)
     assert [x.problem.dtype for x in s] == ["fp16", "fp16"] and s[0].problem != s[1].problem
     assert ann(events, "driver_verdict") == ["FAILED"] and ann(events, "driver_tolerance") == ["0.082"]
     assert [e.problem for e in events if isinstance(e, Annotation) and e.name == "driver_verdict"] == [s[0].problem]
     assert ann(events, "solver_id") == ["64", "64"]
 
     events = scan(_log("38"))                               # python argv repr + echo, 2 distinct bf16
-    s = sightings(events)
+    s = executions(events)
     assert [x.problem.dtype for x in s] == ["bf16", "bf16"] and s[0].problem != s[1].problem
     assert ann(events, "driver_reference") == ["GPU"] and ann(events, "solver") == ["GemmFwdRest", "GemmFwdRest"]
 
     events = scan(_log("39"))                               # echo only, rocprof lines around
-    (s,) = sightings(events)
+    (s,) = executions(events)
     assert s.problem.direction == "wrw" and ann(events, "solver_id") == ["110"]
     assert ann(events, "driver_kernel_ms") == ["0.00976"]
 
 
 def test_tracker_24_31_pool_and_bnorm():
     events = scan(_log("24"))
-    (s,) = sightings(events)
+    (s,) = executions(events)
     assert (s.problem.op, s.problem.direction, s.problem.mode) == ("pool", "bwd", "max")   # §12.1: -F 2 = bwd only
     assert ann(events, "driver_verdict") == ["FAILED"] and ann(events, "driver_kernel_ms") == ["0.003839"]
 
     events = scan(_log("31"))
-    (s,) = sightings(events)
+    (s,) = executions(events)
     assert (s.problem.op, s.problem.direction) == ("bnorm", "bwd")
     assert ann(events, "driver_verdict")[-1] == "FAILED"
 
 
 def test_tracker_10_echo_only():
-    events = scan(_log("10"))        # the LogCmd lines are the scanner's; the echo is a run
-    (s,) = sightings(events)
+    events = scan(_log("10"))        # the LogCmd lines are the scanner's; the echo names the layer
+    (s,) = mentions(events)
+    assert executions(events) == []
     assert (s.problem.n, s.problem.c, s.problem.k, s.problem.filter) == (1, 1, 2, (2, 2))
 
 
@@ -465,7 +480,8 @@ def test_typed_command_spellings():
                   f"$ rocprof --stats ./MIOpenDriver {base}",
                   "['/opt/rocm/bin/MIOpenDriver', " + ", ".join(repr(t) for t in base.split()) + "]"]:
         events = scan(typed + "\n" + f"MIOpenDriver {base}\nGPU Kernel Time Forward Conv. Elapsed: 0.5 ms (average)\n")
-        (s,) = sightings(events)
+        (s,) = executions(events)
+        assert [m.problem for m in mentions(events)] == [s.problem], typed
         expected = expected or s.problem
         assert s.problem == expected, typed
         assert ann(events, "driver_kernel_ms") == ["0.5"], typed
@@ -476,8 +492,9 @@ def test_continuations_repeat_safely():
              "MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -F 1 -t 1\n"
              "GPU Kernel Time Forward Conv. Elapsed: {} ms (average)\n")
     events = scan(block.format("0.1") + block.format("0.2") + "-y 3 -x 3 -F 1 -t 1\n" + block.format("0.3"))
-    s = sightings(events)
+    s = executions(events)
     assert len(s) == 3 and len({x.problem for x in s}) == 1 and s[0].problem.c == 3 and s[0].problem.k == 4
+    assert len(mentions(events)) == 3
     assert ann(events, "driver_kernel_ms") == ["0.1", "0.2", "0.3"]
 
 
@@ -486,7 +503,11 @@ def test_echo_without_its_typed_command_and_changed_echo():
     (s1,) = t.feed("$ ./MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -F 1")
     (s2,) = t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")   # not the same command: a new run
     assert s1.problem.k == 4 and s2.problem.k == 8
-    assert t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1") != []   # a second echo is a second run
+    # the same command again with no output between is its echo (typed, then echoed)...
+    assert t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1") == []
+    # ...but only once: a third time is another run
+    (s3,) = t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")
+    assert s3.problem == s2.problem and s3.role == "mention"
 
 
 def test_cut_and_bad_commands_never_crash():
@@ -497,7 +518,8 @@ def test_cut_and_bad_commands_never_crash():
     assert isinstance(u, Undecoded)
     (u,) = t.feed("$ ./MIOpenDriver rnn -n 4 -W 8 -H 8")
     assert isinstance(u, Undecoded) and "rnn" in u.reason
-    # output of a run miotui does not model is not credited to the previous run
+    # output of a run miotui does not model is not credited to the previous run, and is not
+    # "output without its command" either
     assert t.feed("GPU Kernel Time Forward Conv. Elapsed: 1 ms") == []
     assert t.feed("$ ./MIOpenDriver --version") == []
     assert t.feed("MIOpen (version: 2.9.0)") == []
@@ -508,6 +530,8 @@ def test_cut_and_bad_commands_never_crash():
 def test_output_without_a_command_is_not_guessed():
     events = scan(_log("20"))          # the command is cut off this excerpt
     assert sightings(events) == [] and [e for e in events if isinstance(e, Annotation)] == []
+    (u,) = [e for e in events if isinstance(e, Undecoded)]    # said once, with what is missing
+    assert "without its command" in u.reason
 
 
 def test_run_errors_annotate_their_directions():
@@ -527,8 +551,8 @@ def test_bnorm_forward_lines_reach_the_training_problem():
 GPU Kernel Avg Time Forward Batch Normalization Elapsed: 0.12 ms, for 10 iterations.
 Forward Batch Norm Verifies on CPU and GPU.
 """)
-    (s,) = sightings(events)
-    assert s.problem.direction == "fwd_train"
+    (s,) = executions(events)
+    assert s.problem.direction == "fwd_train" and mentions(events)[0].problem == s.problem
     assert ann(events, "driver_kernel_ms", "fwd_train") == ["0.12"] and ann(events, "driver_verdict") == ["OK"]
 
 
@@ -542,7 +566,8 @@ def test_library_command_lines_are_left_to_the_scanner():
 def test_pasted_terminal_with_continuation_prompts():
     events = scan("$ ./MIOpenDriver conv -n 2 -c 3 \\\n> -H 8 -W 8 -k 4 \\\n> -F 2\n"
                   "MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -F 2\n")
-    (s,) = sightings(events)
+    (s,) = mentions(events)
+    assert executions(events) == []
     assert (s.problem.direction, s.problem.in_spatial, s.problem.k) == ("bwd", (8, 8), 4)
 
 

@@ -73,7 +73,7 @@ def test_json_follows_the_contract(catalog):
     doc = export.to_json(layers, und, {"lines": 10, "bytes": 20, "seconds": 0.5, "extra": 1})
     doc = json.loads(json.dumps(doc))
     assert set(doc) == {"layers", "undecoded", "stats"}
-    assert doc["stats"] == {"lines": 10, "bytes": 20, "seconds": 0.5}
+    assert doc["stats"] == {"lines": 10, "bytes": 20, "seconds": 0.5, "unknown_finds": 0}
     assert doc["undecoded"] == [{"line": 7, "reason": "API block cut short", "text": "MIOpen(HIP): miopenStatus_t x(){"}]
     keys = {"id", "op", "direction", "dtype", "layout", "driver_command", "executions", "finds", "mentions",
             "first_line", "last_line", "sources", "warnings", "problem"}

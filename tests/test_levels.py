@@ -84,12 +84,17 @@ def test_annotations_without_a_problem(func, message, expected):
     ("Measure", "Db::FindRecord time: 0.0325 ms"),
     ("", "MIOPEN_FIND_MODE = DYNAMIC_HYBRID(5)"),
     ("GetSolutionCount", ""),
-    ("SetValues", "96-35-35-1x"),                                              # cut (real_logs/43)
     ("FindRecordUnsafe", "Looking for key bn-stuff-NCHW in file /x"),          # not a conv key
     ("ConvolutionForward", "algo = banana"),
 ])
 def test_irrelevant_or_unreadable_lines_give_nothing(func, message):
     assert D.decode("Info", func, message) == []
+
+
+def test_a_cut_setvalues_line_is_undecoded():
+    """real_logs/43 ends inside a SetValues key: MIOpen-looking text that names no layer."""
+    (u,) = D.decode("Info", "SetValues", "96-35-35-1x")
+    assert isinstance(u, Undecoded) and "cut short" in u.reason
 
 
 # ---------------------------------------------------------------- lines that name a problem
@@ -192,7 +197,8 @@ def test_real_43_opencl_invokers():
     assert len({s.problem for s in sightings}) == 1 and sightings[0].problem.direction == "bwd"   # 1 distinct bwd-data
     assert not any(s.role == "execution" for s in sightings)                                       # 0 exec
     assert ("find_result", "ConvHipImplicitGemmBwdDataV4R1Xdlops 0.328002 ms ws=0") in anns(events)
-    assert not any(isinstance(e, Undecoded) for e in events)                                       # cut line ignored
+    (cut,) = [e for e in events if isinstance(e, Undecoded)]                                       # the cut last line
+    assert "SetValues" in cut.reason
 
 
 def test_real_44_find_and_48_int8():

@@ -3,10 +3,13 @@ its README's hand count, through the whole pipeline (scanner, decoders, catalog)
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
+from miotui.driver import parse_driver_command
 from miotui.logs.scan import decode_paths
 
 REAL = Path(__file__).parent / "data" / "real_logs"
@@ -20,47 +23,63 @@ def layers_of(name: str):
     return catalog, rows
 
 
-def test_every_real_log_is_present():
-    assert len(list(REAL.glob("*.log"))) == 22
+HAND_COUNTS = sorted(REAL.glob("hand_counts*.json"))
 
 
-@pytest.mark.parametrize("name, expected, undecoded", [
-    ("01_", [("conv", "bwd", "fp32", 1, 0, 0)], 0),           # 1 conv bwd-data exec (old unprefixed body)
-    ("04_", [], 1),                                           # fusion op-args only; last block cut
-    ("06_", [("conv", "fwd", "fp32", 0, 0, 1)], 1),           # 1 workspace query; starts mid-block
-    ("12_", [("bnorm", d, "fp32", 1, 0, 0) for d in ["fwd_train", "bwd"] * 4], 0),
-    ("14_", [("conv", "fwd", "bf16", 2, 0, 0)], 0),           # Windows LogCmd bf16 NHWC + Info2
-    ("18_", [("conv", "fwd", "fp32", 1, 0, 0)], 0),
-    ("22_", [("conv", "fwd", "fp32", 2, 0, 0)], 0),           # 2 runs, 1 distinct
-    ("24_", [("pool", "bwd", "fp32", 1, 0, 0)], 0),
-    ("31_", [("bnorm", "bwd", "fp32", 1, 0, 0)], 0),
-    ("34_", [("conv", "fwd", "fp16", 1, 0, 0)] * 2, 0),
-    ("38_", [("conv", "fwd", "bf16", 1, 0, 0)] * 2, 0),
-    ("39_", [("conv", "wrw", "fp32", 1, 0, 0)], 0),
-    ("43_", [("conv", "bwd", "fp32", 0, 0, 1)], 0),           # 1 distinct bwd-data problem, no exec
-    ("44_", [("conv", "fwd", "fp32", 0, 1, 0)], 0),           # 1 Find (its key looked up twice)
-    ("48_", [("conv", "fwd", "int8", 1, 0, 0)], 0),
-    ("52_", [("conv", "fwd", "fp32", 1, 0, 0), ("conv", "wrw", "fp32", 1, 0, 0)], 0),
-])
-def test_hand_counts(name, expected, undecoded):
-    catalog, rows = layers_of(name)
-    assert rows == expected
-    assert catalog.undecoded_count == undecoded
+def _entries() -> list[dict]:
+    out = []
+    for path in HAND_COUNTS:
+        out += json.loads(path.read_text(encoding="utf-8"))
+    return out
 
 
-def test_09_old_logcmd_conv_pool():
-    catalog, rows = layers_of("09_")
-    convs = [r for r in rows if r[0] == "conv"]
-    assert len(convs) == 4 and sum(r[3] for r in convs) == 7   # 8 lines, the last one cut
-    assert [r for r in rows if r[0] == "pool"] == [("pool", "fwd", "fp32", 1, 0, 0)]
-    assert catalog.undecoded_count == 1 and "cut short" in catalog.undecoded()[0].reason
+ENTRIES = _entries()
 
 
-def test_10_driver_run_find_and_executions():
-    catalog, rows = layers_of("10_")
-    # The driver's echo is the run; its Find and 4 decodable LogCmdConvolution lines; the 5th is cut.
-    assert rows == [("conv", "fwd", "fp32", 4, 1, 0)]
-    assert catalog.undecoded_count == 1
+def test_every_real_log_has_a_hand_count():
+    logs = {p.name for p in REAL.glob("*.log")}
+    counted = [e["file"] for e in ENTRIES]
+    assert len(counted) == len(set(counted)), "a file is counted twice"
+    assert logs == set(counted)
+
+
+def _row(op, direction, dtype, executions, finds, mentions):
+    return (op, direction, dtype, executions, finds, mentions)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"][:40] for e in ENTRIES])
+def test_hand_count(entry):
+    """The decoder agrees with the hand count (made before the decoder ran on the file):
+    the same layers (op, direction, dtype) with the same executions, finds and mentions,
+    the same number of undecoded records, and the layer each command names."""
+    catalog = decode_paths([str(REAL / entry["file"])])
+    layers = catalog.layers()
+    wildcard = {i for i, e in enumerate(entry["layers"]) if e["dtype"] == "?"}
+    got = sorted(_row(s.problem.op, s.problem.direction, s.problem.dtype, s.executions, s.finds, s.mentions)
+                 for s in layers)
+    want = [_row(e["op"], e["dir"], e["dtype"], e["exec"], e["find"], e["mention"]) for e in entry["layers"]]
+    # a "?" dtype (the log cannot tell) matches whatever the decoder guessed, which it must say
+    for i in wildcard:
+        match = next((g for g in got if g[:2] == want[i][:2] and g[3:] == want[i][3:]), None)
+        assert match is not None, f"no layer for {want[i]}"
+        want[i] = match
+    assert got == sorted(want)
+    for s in layers:
+        if any(e["dtype"] == "?" and (e["op"], e["dir"]) == (s.problem.op, s.problem.direction)
+               for e in entry["layers"]):
+            assert any("data type" in w for w in s.warnings), s
+    assert catalog.undecoded_count == len(entry["undecoded"]), [u.reason for u in catalog.undecoded()]
+    assert catalog.unknown_finds == entry.get("unknown_finds", 0)
+    problems = [s.problem for s in layers]
+    for e in entry["layers"]:
+        if not e.get("command"):
+            continue
+        named = parse_driver_command(e["command"]).problems
+        for want_problem in named:
+            if e["dtype"] == "?":
+                want_problem = dataclasses.replace(want_problem, dtype=next(
+                    p.dtype for p in problems if (p.op, p.direction) == (want_problem.op, want_problem.direction)))
+            assert want_problem in problems, f"{e['command']} is not among the decoded layers"
 
 
 def test_17_interrupted_driver_run_attaches_results():

@@ -13,12 +13,12 @@ and what we emit is an argv list built only from validated values, never a shell
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+from miotui.driver.shell import find_commands
 from miotui.problems import (FUSION_ACTIV_DEFAULTS, FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem,
                              ConvProblem, FusionProblem, LRNProblem, PoolProblem, Problem, ProblemError,
                              SoftmaxProblem, default_layout)
@@ -141,6 +141,14 @@ def _split_flags(args: Sequence[str], long_names: dict[str, str],
     return flags, warnings
 
 
+def _not_a_placeholder(key: str, value: str) -> None:
+    """A value that is a shell variable or template (``$BATCH``, ``${N}``, ``<N>``) was never
+    expanded: say so, rather than "not a number"."""
+    if value.startswith("$") or (value.startswith("<") and value.endswith(">")) or "{{" in value:
+        raise DriverCommandError(f"-{key} is a placeholder ({value}), not a value: the command was "
+                                 f"pasted before the shell expanded it")
+
+
 class _Flags:
     """Typed, validated access to one command's flags with MIOpenDriver's defaults."""
 
@@ -155,6 +163,7 @@ class _Flags:
             return default
         v = self.raw[key]
         if not _INT_RE.match(v):
+            _not_a_placeholder(key, v)
             raise DriverCommandError(f"-{key} must be a non-negative integer, got {v!r}")
         return int(v)
 
@@ -163,6 +172,7 @@ class _Flags:
             return default
         v = self.raw[key]
         if not _FLOAT_RE.match(v):
+            _not_a_placeholder(key, v)
             raise DriverCommandError(f"-{key} must be a number, got {v!r}")
         return float(v)
 
@@ -648,29 +658,21 @@ def parse_driver_args(args: Sequence[str], *, api_name: Optional[str] = None,
     raise DriverCommandError(f"MIOpenDriver base argument {base!r} is not a layer miotui models")
 
 
-_EXE_RE = re.compile(r"(^|[/\\])MIOpenDriver(\.exe)?:?$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def split_command_text(text: str) -> list[str]:
-    """Tokens after the MIOpenDriver executable in a pasted or logged command line."""
+    """Tokens after the MIOpenDriver executable in a pasted or logged command line (the
+    first command in it: see ``miotui.driver.shell`` for the shapes understood), or a
+    bare argument list that starts with a base argument."""
     text = text.replace("\\\r\n", " ").replace("\\\n", " ").strip()
-    if text.startswith("[") and text.endswith("]"):
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError) as e:
-            raise DriverCommandError(f"unreadable argv list: {e}") from e
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise DriverCommandError("argv list must hold strings")
-        tokens = value
-    else:
-        try:
-            tokens = shlex.split(text)
-        except ValueError:
-            tokens = text.split()
-    for i, tok in enumerate(tokens):
-        if _EXE_RE.search(tok):
-            return tokens[i + 1:]
+    found = find_commands(text)
+    if found:
+        return list(found[0].args)
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
     while tokens and _ENV_RE.match(tokens[0]):
         tokens = tokens[1:]
     if tokens and tokens[0] in KNOWN_BASES:

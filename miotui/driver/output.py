@@ -203,7 +203,7 @@ def _phrase(what: str) -> tuple[Optional[str], Optional[str]]:
     return direction, op
 
 
-#: the driver's echo of its own command line (also how the log tracker tells an echo from a typed command)
+#: the driver's echo of its own command line
 ECHO_RE = re.compile(r"^MIOpenDriver(?:\.exe)?:? +(\S.*)$")
 _VERSION_RE = re.compile(r"^MIOpen \(version: ([^)]*)\)")
 _ALGO_RE = re.compile(r"^MIOpen (Forward|Backward Data|Backward Weights) Conv\. Algorithm: (-?\d+)"

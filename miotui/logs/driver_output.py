@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from miotui.driver.output import ECHO_RE, OutputLine, parse_output_line
+from miotui.driver.output import OutputLine, parse_output_line
 from miotui.logs.events import Annotation, Event, Sighting, Undecoded
 
 # ============================================================================= inside logs
@@ -26,14 +26,16 @@ OTHER_DRIVER_BASES = frozenset({
     "adamw", "ampadamw", "transformersadamw", "transformersampadamw", "reduceextreme", "getitem",
     "reducecalculation", "rope", "prelu", "kthvalue", "glu", "softmarginloss", "multimarginloss",
 })
-_SHELL_OPS = frozenset({"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>>", "&>", "1>", "2>&1", "<"})
-_EXE_IN_TEXT_RE = re.compile(r"(?:^|[\s'\"\[=/\\])MIOpenDriver(?:\.exe)?(?:['\"]|:)?(?:[,\s]|$)")
 _LIBRARY_LINE_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?[^:]{0,20}: (?:Command \[|\S+ \[)|"
                               r"^\s*miopen\w+: \S*MIOpenDriver")
 _FRAGMENT_RE = re.compile(r"^(?:-{1,2}[A-Za-z_@#$%^!&?]\S*(?:\s+\S+)?(?:\s|$)|"
                           r"(?:conv|pool|bnorm|activ|lrn|softmax|CBAInfer|CAInfer)\w*\s+-)")
 #: Continuation lines buffered before a typed command is given up as cut.
 MAX_CONTINUATION_LINES = 64
+#: output lines that are a direction's result: the run executed that direction
+_RESULT_KINDS = frozenset({"kernel_time", "wall_time", "verify", "stats"})
+#: the driver's own flags that only print something and run no layer
+_NO_RUN_ARGS = frozenset({"--version", "-h", "--help", "-?"})
 
 
 @dataclass
@@ -41,25 +43,34 @@ class _Run:
     problems: tuple
     op: str
     failed: set = field(default_factory=set)
+    #: directions whose result was seen (their execution counted)
+    done: set = field(default_factory=set)
 
 
 class DriverLogTracker:
     """MIOpenDriver commands and output met among log lines (one per scanner).
 
     ``feed(line)`` returns None for text that is not driver text, else a (possibly
-    empty) list of events: a ``Sighting`` per direction for each command (role
-    ``execution``, source ``driver-command``), and ``Annotation(name, value,
-    problem=<that direction's problem>)`` for each result line that follows.
-    Driver output whose run was never seen (the command is cut off the log) gives
-    no events: guessing its layer would attach it to the wrong one.
+    empty) list of events, by the counting contract:
+
+    * a command (typed, echoed by the driver, or both: a command right after the same
+      command with no output between is its echo) is a ``mention`` of each layer it
+      names (source ``driver-command``);
+    * each direction's first result line in that run (kernel time, wall-clock time,
+      ``stats:``, verification verdict) is one ``execution`` of that direction's layer
+      (source ``driver-output``); every result line adds ``Annotation``\\s (time,
+      verdict, solver...) for it;
+    * result lines with no command before them (the command is cut off the log) are one
+      ``Undecoded`` record per block, saying the layer cannot be named: guessing it would
+      credit the wrong layer.
     """
 
     def __init__(self) -> None:
         self._run: Optional[_Run] = None
-        self._pending: Optional[tuple] = None   # problems of a typed command awaiting its echo
-        self._pending_tokens: Optional[tuple[str, ...]] = None  # and its arguments
-        self._cont: Optional[list[str]] = None  # a typed command continued with "\"
+        self._last_args: Optional[tuple[str, ...]] = None  # the last command, until output follows
+        self._cont: Optional[list[str]] = None  # a typed command continued with "\\"
         self._last_dir: Optional[str] = None
+        self._orphan_told = False   # output without a command already reported since the last command
         self._cache: dict[tuple[str, ...], tuple[tuple, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ entry
@@ -69,6 +80,11 @@ class DriverLogTracker:
             return self._feed(line)
         except Exception as e:  # a decoder bug must not stop the scan
             return [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
+
+    def current_problem(self, direction: str, op: str = "conv") -> Optional[Any]:
+        """The layer of ``direction`` in the driver run in progress (its library's Info lines
+        belong to it), or None."""
+        return self._problem(direction, op)
 
     def _feed(self, line: str) -> Optional[list[Event]]:
         text = line.strip()
@@ -84,19 +100,22 @@ class DriverLogTracker:
             self._cont.append(text)
             joined = " ".join(self._cont)
             self._cont = None
-            return self._typed(joined, joined_from_continuation=True)
+            return self._commands(joined, joined_from_continuation=True)
         if not text:
             return None
         if "MIOpenDriver" in text:
             if _LIBRARY_LINE_RE.search(text):
                 return None  # the library's own Command line: the scanner's business
-            events = self._command_line(text)
+            if text.endswith("\\"):
+                self._cont = [text[:-1]]
+                return []
+            events = self._commands(text)
             if events is not None:
                 return events
         ol = parse_output_line(text)
         if ol is None:
             if _FRAGMENT_RE.match(text):
-                # A piece of a command split with "\" (or a bare argument list): never "not
+                # A piece of a command split with "\\" (or a bare argument list): never "not
                 # driver text", or the scanner would skip it for good next time it appears.
                 return []
             return None
@@ -104,62 +123,43 @@ class DriverLogTracker:
 
     # ------------------------------------------------------------------ commands
 
-    def _command_line(self, text: str) -> Optional[list[Event]]:
-        m = ECHO_RE.match(text)
-        if m:
-            return self._echo(m.group(1))
-        if _EXE_IN_TEXT_RE.search(text) is None:
-            return None
-        if text.endswith("\\"):
-            self._cont = [text[:-1]]
-            return []
-        return self._typed(text)
-
-    def _tokens(self, text: str) -> Optional[list[str]]:
-        from miotui.driver import DriverCommandError, split_command_text
-        try:
-            tokens = split_command_text(text)
-        except DriverCommandError:
-            return None
-        for i, tok in enumerate(tokens):
-            if tok in _SHELL_OPS or tok.startswith(("2>", ">", "|")):
-                return tokens[:i]
-        return tokens
-
-    def _typed(self, text: str, joined_from_continuation: bool = False) -> Optional[list[Event]]:
-        tokens = self._tokens(text)
-        if tokens is None:
-            return [Undecoded("unreadable MIOpenDriver command")] if joined_from_continuation else None
-        if not tokens or tokens[0] in ("--version", "-h", "--help", "-?"):
-            self._end_run()
-            return []
-        base = tokens[0]
-        if not _is_base(base):
+    def _commands(self, text: str, joined_from_continuation: bool = False) -> Optional[list[Event]]:
+        """Every command on the line (chains, a command glued to its echo), in order; None
+        when the line only mentions MIOpenDriver in prose."""
+        from miotui.driver.shell import find_commands
+        found = [c for c in find_commands(text) if c.args[0] in _NO_RUN_ARGS or _is_base(c.args[0])]
+        if not found:
             if joined_from_continuation:
-                return [Undecoded(f"MIOpenDriver command with unknown base argument {base!r}")]
-            return None  # prose that mentions MIOpenDriver
-        events = self._start_run(tokens)
-        self._pending = self._run.problems if self._run is not None else None
-        self._pending_tokens = tuple(tokens)
+                return [Undecoded("MIOpenDriver command continued with '\\' has no known base argument")]
+            return None
+        events: list[Event] = []
+        for command in found:
+            events += self._command(command.args)
         return events
 
-    def _echo(self, args: str) -> list[Event]:
-        tokens = args.split()
-        if not tokens or tokens[0] in ("--version", "-h", "--help", "-?"):
+    def _command(self, args: tuple[str, ...]) -> list[Event]:
+        if args[0] in _NO_RUN_ARGS:
             self._end_run()
             return []
-        pending, self._pending = self._pending, None
-        pending_tokens, self._pending_tokens = self._pending_tokens, None
-        if pending_tokens is not None and tuple(tokens) == pending_tokens:
-            return []  # the driver echoing the command just typed (even one miotui cannot read)
-        if pending is not None and self._run is not None:
-            try:
-                problems, _ = self._parse(tokens)
-            except ValueError:
-                problems = None
-            if problems == pending:
-                return []  # the driver echoing the command just typed: the same run
-        return self._start_run(tokens)
+        if self._last_args is not None and args == self._last_args:
+            self._last_args = None
+            return []   # the driver echoing the command just typed: the same run
+        self._end_run()
+        self._last_args = args
+        # output from here on is this command's: never "output without its command", even
+        # when the command itself could not be read (it was reported already)
+        self._orphan_told = True
+        base = args[0]
+        if base in OTHER_DRIVER_BASES:
+            return [Undecoded(f"MIOpenDriver {base}: not a layer miotui models")]
+        try:
+            problems, warnings = self._parse(list(args))
+        except ValueError as e:
+            return [Undecoded(f"MIOpenDriver command: {e}")]
+        if not problems:
+            return []
+        self._run = _Run(tuple(problems), problems[0].op)
+        return [Sighting(p, "mention", "driver-command", tuple(warnings)) for p in problems]
 
     def _parse(self, tokens: list[str]) -> tuple[tuple, tuple[str, ...]]:
         """Problems of a typed command (driver defaults for omitted flags); cached."""
@@ -183,24 +183,9 @@ class DriverLogTracker:
         self._cache[key] = result
         return result
 
-    def _start_run(self, tokens: list[str]) -> list[Event]:
-        self._end_run()
-        base = tokens[0]
-        if base in OTHER_DRIVER_BASES:
-            return [Undecoded(f"MIOpenDriver {base}: not a layer miotui models")]
-        try:
-            problems, warnings = self._parse(tokens)
-        except ValueError as e:
-            return [Undecoded(f"MIOpenDriver command: {e}")]
-        if not problems:
-            return []
-        self._run = _Run(tuple(problems), problems[0].op)
-        return [Sighting(p, "execution", "driver-command", tuple(warnings)) for p in problems]
-
     def _end_run(self) -> None:
         self._run = None
-        self._pending = None
-        self._pending_tokens = None
+        self._last_args = None
         self._last_dir = None
 
     # ------------------------------------------------------------------ output
@@ -222,18 +207,45 @@ class DriverLogTracker:
     def _output(self, ol: OutputLine) -> list[Event]:
         k = ol.kind
         if k == "echo":  # only reached for odd spacing; treat like an echo
-            return self._echo(ol.get("args", ""))
+            return self._command(tuple(ol.get("args", "").split()) or ("--version",))
         if k in ("version", "prng", "sysinfo", "stats_header", "info", "warning", "solutions_available",
-                 "fusion", "stats"):
+                 "fusion"):
             if k == "solutions_available":
                 self._last_dir = ol.direction
             return []
-        self._pending = self._pending_tokens = None
+        self._last_args = None
         run = self._run
         if run is None:
-            return []
+            return self._orphan(ol)
         if ol.direction is not None:
             self._last_dir = ol.direction
+        self._orphan_told = True
+        events = self._result(ol) if k in _RESULT_KINDS else []
+        return events + self._annotations(ol, run)
+
+    def _result(self, ol: OutputLine) -> list[Event]:
+        """One execution of a direction, at its first result line in the run."""
+        run = self._run
+        direction = ol.direction if ol.direction is not None else self._last_dir
+        p = self._problem(direction, ol.op if ol.kind != "stats" else None)
+        if run is None or p is None or p.direction in run.done:
+            return []
+        run.done.add(p.direction)
+        return [Sighting(p, "execution", "driver-output")]
+
+    def _orphan(self, ol: OutputLine) -> list[Event]:
+        """Result lines whose command is not in the log: one undecoded record per block."""
+        if ol.kind not in _RESULT_KINDS or self._orphan_told:
+            return []
+        self._orphan_told = True
+        what = {"kernel_time": "a kernel time", "wall_time": "a wall-clock time", "verify": "a verification verdict",
+                "stats": "a stats: line"}[ol.kind]
+        where = f" ({ol.direction})" if ol.direction else ""
+        return [Undecoded(f"MIOpenDriver output{where} without its command: {what} with no MIOpenDriver command "
+                          f"before it, so its layer cannot be named")]
+
+    def _annotations(self, ol: OutputLine, run: _Run) -> list[Event]:
+        k = ol.kind
         if k == "algorithm":
             p = self._problem(ol.direction, "conv")
             if p is None:

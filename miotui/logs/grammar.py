@@ -360,6 +360,9 @@ _CONV_NEW_RE = re.compile(r"conv([23])d, (miopenConvolution|miopenTranspose), "
                           r"\{(\d+(?:, \d+)*)\}, ?(?:(\d+), ?)?(?:\{(\d+(?:, \d+)*)\}, ?)?")
 _CONV_OLD_RE = re.compile(r"(miopen(?:Convolution|Transpose|GroupConv|Depthwise)), "
                           r"(\d+), (\d+), (\d+), (\d+), (\d+), (\d+), ?(?:(\d+), ?)?")
+#: MIOpen 1.0-1.3 (2017-early 2018, MIOpen's wiki "Logger to Driver Decoder"): six numbers and
+#: no mode name, ``p, q, u, v, l, j, `` (pad h/w, stride h/w, dilation h/w; always a convolution)
+_CONV_BARE_RE = re.compile(r"(\d+), ?(\d+), ?(\d+), ?(\d+), ?(\d+), ?(\d+),? ?")
 _INT_VECTOR_RE = re.compile(r"\{ ((?:\d+ )*)\}")
 
 
@@ -417,6 +420,10 @@ def _conv_fast(s: str) -> Optional[ConvDesc]:
         legacy = mode_v if mode_v in ("miopenGroupConv", "miopenDepthwise") else ""
         return ConvDesc(2, _CONV_MODES_OLD[mode_v], "default", (p, q), (u, v), (l, j),
                         int(m.group(8)) if m.group(8) else 1, (), legacy, False)
+    m = _CONV_BARE_RE.fullmatch(s)
+    if m:
+        p, q, u, v, l, j = (int(m.group(i)) for i in range(1, 7))
+        return ConvDesc(2, "conv", "default", (p, q), (u, v), (l, j), 1, (), "", False)
     return None
 
 

@@ -41,6 +41,7 @@ _SELECTED_RE = re.compile(rf"^Selected: ([^:]+): (.*): ({_NUM}), (?:workspace_sz
 _FIND_RESULT_RE = re.compile(rf"^(miopen\w+)\t({_NUM})\t(\d+)\s*$")
 _LOOKING_RE = re.compile(r"^Looking for key:? (\S+?)(?: in (?:cache for )?file .*)?\s*$")
 _SETVALUES_RE = re.compile(r"^(\S+?), content (inserted|overwritten|is the same, not changed): ?(.*)$")
+_KEY_START_RE = re.compile(r"^\d+-\d+")
 _READ_RECORD_RE = re.compile(r"^Read record (\S+?)=(.*)$")
 _INVOKER_RE = re.compile(r"^Returning an invoker for problem (\S+) and (algorithm|solver) (\S+)\s*$")
 _REGISTERED_RE = re.compile(r"^Invoker registered for algorithm (\S+) and solver (\S+)\s*$")
@@ -202,6 +203,8 @@ class LevelDecoder:
     def _set_values(self, func: str, message: str) -> Optional[list[Event]]:
         m = _SETVALUES_RE.match(message)
         if m is None:
+            if _KEY_START_RE.match(message):   # "SetValues 96-35-35-1x": the line was cut
+                return [Undecoded(f"SetValues line cut short: {message[:80]!r} has no ', content ...'")]
             return None
         key, values = m.group(1), m.group(3)
         if not _is_conv_key(key):

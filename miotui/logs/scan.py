@@ -48,10 +48,12 @@ _BARE_HEADER_RE = re.compile(r"^\s*[\w:<>]+(?: [\w:<>*&]+)*[ *&](~?[\w:]+)\(.*\)
 _BARE_PARAM_RE = re.compile(r"^\s*([\w.*\[\]>\-]+|\"[^\"]*\") = ?(.*)$")
 _FOREIGN_LEAD_RE = re.compile(r"^(?:[\w.-]+\s+\|\s?|\*\*|>\s)")
 _DB_RECORD_RE = re.compile(r"^\d+-\d[^=\s]*=")
+#: the start of a Find-Db / Perf-Db key (``384-152-104-3x3-...``) on a line with no ``=``: a cut record
+_DB_KEY_START_RE = re.compile(r"^\d+-\d+-\d+-\d+x\d+(?:x\d+)?-\d+\S*$")
 
 # Line kinds (first element of a classification tuple).
 NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
-    TEXT, DB, OTHER, CUT_COMMAND = range(14)
+    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB = range(15)
 
 
 def split_prefix(line: str) -> Optional[tuple[str, str]]:
@@ -124,8 +126,12 @@ def classify(line: str) -> tuple:
         m = _BARE_PARAM_RE.match(stripped)
         if m:
             return (BARE_PARAM, m.group(1), m.group(2))
-    if stripped[0].isdigit() and "=" in stripped and _DB_RECORD_RE.match(stripped):
-        return (DB, stripped)
+    if stripped[0].isdigit():
+        if "=" in stripped:
+            if _DB_RECORD_RE.match(stripped):
+                return (DB, stripped)
+        elif _DB_KEY_START_RE.match(stripped):
+            return (CUT_DB,)
     return (TEXT, stripped)
 
 
@@ -276,7 +282,8 @@ class LogScanner:
             for tid in list(self._held):
                 self._flush_held(tid)
             self._pending.clear()
-            self._find_open.clear()
+            for tid in list(self._find_open):
+                self._close_find(tid)
             self.catalog.finished = time.monotonic()
 
     @staticmethod
@@ -512,7 +519,7 @@ class LogScanner:
         if kind == LEVEL:
             direction = _FIND_FUNCS.get(c[3])
             if direction is not None and c[4].startswith("requestAlgoCount"):
-                self._find_open[c[1]] = [direction, None]
+                self._open_find(c[1], direction, n, line)
             events = self.levels.decode(c[2], c[3], c[4])
             if events:
                 self._apply(events, c[1], n, line)
@@ -522,6 +529,9 @@ class LogScanner:
             return
         if kind == CUT_COMMAND:
             self._undecoded(n, "Command line without an MIOpenDriver command (cut short?)", line)
+            return
+        if kind == CUT_DB:
+            self._undecoded(n, "Find-Db/Perf-Db record cut short: a key with no '=' and no values", line)
             return
         if kind == TEXT or kind == DB:
             self._text(line, c, n)
@@ -540,7 +550,7 @@ class LogScanner:
             self._flush_held(tid)
         self._pending.pop(tid, None)
         if self._find_open:
-            self._find_open.pop(tid, None)
+            self._close_find(tid)
 
     def _decode_block(self, tid: str, header: str, params: Sequence[tuple[str, str]], first_line: int,
                       raw_lines: Sequence[str]) -> None:
@@ -704,7 +714,7 @@ class LogScanner:
         direction, claimed = self._find_open[tid]
         if ev.role != "mention" or ev.source != "info":
             if ev.role == "execution":
-                del self._find_open[tid]
+                self._close_find(tid)
             return ev
         problem = ev.problem
         if getattr(problem, "op", "") != "conv" or problem.direction != direction:
@@ -717,6 +727,30 @@ class LogScanner:
         self._last_row[tid] = self.catalog.add_sighting(problem, "find", ev.source, n, self.file, ev.warnings,
                                                         ev.annotations, None, count=False)
         return None
+
+    def _open_find(self, tid: str, direction: str, n: int, line: str) -> None:
+        """MIOpen's ``Info [FindConv...Algorithm] requestAlgoCount = ...``: one Find.
+
+        It is the log line of a Find the thread's API block or Command line already
+        showed; or, inside a MIOpenDriver run, a Find of the run's layer; or a Find whose
+        problem the next lines name (a Find-Db key lookup); if none does before the
+        thread's next call, a Find of an unknown problem (counted in the stats)."""
+        self._close_find(tid)
+        for problem, role, sources in self._pending.get(tid, ()):
+            if role == "find" and "info" not in sources and getattr(problem, "direction", None) == direction:
+                self._find_open[tid] = [direction, problem]
+                return
+        problem = self.driver.current_problem(direction)
+        if problem is not None:
+            self._add(tid, Sighting(problem, "find", "info"), n, lambda: [(n, line)])
+            self._find_open[tid] = [direction, problem]
+            return
+        self._find_open[tid] = [direction, None]
+
+    def _close_find(self, tid: str) -> None:
+        entry = self._find_open.pop(tid, None)
+        if entry is not None and entry[1] is None:
+            self.catalog.unknown_finds += 1
 
     def _flush_held(self, tid: str) -> None:
         held = self._held.pop(tid, None)
