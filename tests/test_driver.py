@@ -175,7 +175,7 @@ def test_cut_log_line_is_an_error():
 
 
 @pytest.mark.parametrize("bad", [
-    "conv -n -1 -c 3", "conv -n 1 -c 3 -m ; rm -rf /", "conv -n 1 -c x3", "conv -n 1 -H 2 -W 2 -y 5 -x 5",
+    "conv -n -1 -c 3", "conv -n 1 -c 3 -m ; rm -rf /", "conv -n 1 -c x3", "conv -n 1 -H 2 -W 2 -y 5 -x 5 -z valid",
     "conv -n 1 -c 3 -g 2", "frobnicate -n 1", "conv 7", "conv --in_layout 'NCHW; ls'",
 ])
 def test_bad_commands_are_rejected_with_a_message(bad):

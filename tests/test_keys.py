@@ -185,12 +185,15 @@ def conv_problems(draw, transposed: bool = False):
     lay = [draw(st.sampled_from(layouts)) for _ in range(3)]
     direction = "fwd" if transposed else draw(st.sampled_from(["fwd", "bwd", "wrw"]))
     try:
-        return ConvProblem(direction=direction, dtype=draw(st.sampled_from(["fp32", "fp16", "bf16", "int8"])),
-                           n=draw(small), c=c, k=k, in_spatial=spatial, filter=filt, pads=pads, strides=strides,
-                           dilations=dils, groups=g, mode="trans" if transposed else "conv",
-                           in_layout=lay[0], fil_layout=lay[1], out_layout=lay[2])
+        p = ConvProblem(direction=direction, dtype=draw(st.sampled_from(["fp32", "fp16", "bf16", "int8"])),
+                        n=draw(small), c=c, k=k, in_spatial=spatial, filter=filt, pads=pads, strides=strides,
+                        dilations=dils, groups=g, mode="trans" if transposed else "conv",
+                        in_layout=lay[0], fil_layout=lay[1], out_layout=lay[2])
     except ProblemError:
         assume(False)
+    # a key holds the output size, which MIOpen's clamp to 1 makes ambiguous: not round-trippable
+    assume(not p.output_clamped)
+    return p
 
 
 @settings(max_examples=150, deadline=None)

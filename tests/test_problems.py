@@ -51,7 +51,7 @@ def test_same_and_valid_padding():
     ({"c": 0}, "c must be positive"),
     ({"groups": 3}, "groups (3) must divide input channels"),
     ({"c": 6, "groups": 3, "k": 4}, "must divide output channels"),
-    ({"in_spatial": (2, 2), "filter": (5, 5), "pads": (0, 0)}, "output size would be"),
+    ({"in_spatial": (2, 2), "filter": (5, 5), "pads": (0, 0), "pad_mode": "valid"}, "at least as large as its filter"),
     ({"direction": "sideways"}, "direction must be one of"),
     ({"dtype": "fp128"}, "dtype must be one of"),
     ({"trans_output_pads": (1, 0)}, "output padding only applies"),
@@ -63,9 +63,15 @@ def test_invalid_values_rejected_with_a_message(kw, message):
         conv(**kw)
 
 
+def test_output_sizes_are_clamped_to_one_as_miopen_does():
+    """MIOpen's GetForwardOutputTensor / GetForwardOutputDim never give a size below 1 (for
+    transposed convolutions too), so such a layer is a real layer, not an error."""
+    assert conv(in_spatial=(2, 2), filter=(5, 5), pads=(0, 0)).out_spatial == (1, 1)
+    assert conv(mode="trans", in_spatial=(1, 1), filter=(1, 1), pads=(3, 3), strides=(1, 1)).out_spatial == (1, 1)
+    assert PoolProblem("fwd", "fp32", 1, 1, (2, 2), (5, 5), (0, 0), (1, 1)).out_spatial == (1, 1)
+
+
 def test_other_ops_validate():
-    with pytest.raises(ProblemError, match="pooling output size"):
-        PoolProblem("fwd", "fp32", 1, 1, (2, 2), (5, 5), (0, 0), (1, 1))
     with pytest.raises(ProblemError, match="activation mode"):
         ActivationProblem("fwd", "fp32", 1, 1, (2, 2), mode=11)
     with pytest.raises(ProblemError, match="bnorm direction"):

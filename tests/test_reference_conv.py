@@ -97,7 +97,7 @@ def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_chann
     except ProblemError:
         assume(False)
         raise
-    assume(all(o >= 1 for o in p.out_spatial))
+    assume(not p.output_clamped)   # MIOpen's clamp to a 1-pixel output: not what torch computes
     return p
 
 

@@ -431,14 +431,22 @@ def test_unmodelled_api_blocks_give_nothing():
      "convDesc = " + CONV_3x3, "non-positive"),
     ("xDesc = {}, {}, packed, \nwDesc = {4, 4, 3, 3}, {36, 9, 3, 1}, packed, \nconvDesc = " + CONV_3x3,
      "empty"),
-    ("xDesc = {1, 4, 2, 2}, {16, 4, 2, 1}, packed, \nwDesc = {4, 4, 5, 5}, {100, 25, 5, 1}, packed, \n"
-     "convDesc = " + CONV_1x1, "output size"),
 ])
 def test_malformed_conv_is_undecoded(params, reason):
     dec = TraceDecoder()
     events = dec.decode_block(hdr("miopenConvolutionForward"), block(params))
     assert len(events) == 1 and isinstance(events[0], Undecoded), events
     assert reason in events[0].reason and events[0].reason.startswith("miopenConvolutionForward")
+
+
+def test_a_filter_larger_than_its_input_is_a_layer_with_a_1x1_output():
+    """MIOpen accepts it (its output size is clamped to 1), so miotui must too."""
+    dec = TraceDecoder()
+    events = dec.decode_block(hdr("miopenConvolutionForward"), block(
+        "xDesc = {1, 4, 2, 2}, {16, 4, 2, 1}, packed, \nwDesc = {4, 4, 5, 5}, {100, 25, 5, 1}, packed, \n"
+        "convDesc = " + CONV_1x1))
+    (s,) = events
+    assert s.problem.output_shape == (1, 4, 1, 1)
 
 
 def test_internal_errors_become_undecoded(monkeypatch):

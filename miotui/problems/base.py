@@ -1,0 +1,108 @@
+"""What every problem value shares: data types, directions, layouts, validation, identity.
+
+The problem classes (``miotui.problems.conv``, ``.basic``, ...) are frozen dataclasses built on
+``ProblemBase``; their validation uses the checks here, so every class reports a bad value
+the same way (``ProblemError`` with a message that names the field).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, fields
+from typing import Any, ClassVar
+
+#: miopenActivationMode_t, in enum order (the integer is what logs and the driver use).
+ACTIVATION_MODES = ("PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER",
+                    "CLIPPEDRELU", "LEAKYRELU", "ELU")
+
+DTYPES = ("fp32", "fp16", "bf16", "int8", "fp64", "fp8", "bf8", "unknown")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp64": 8, "fp8": 1, "bf8": 1, "unknown": 4}
+CONV_DIRECTIONS = ("fwd", "bwd", "wrw")
+BNORM_DIRECTIONS = ("fwd_train", "fwd_infer", "bwd")
+PLAIN_DIRECTIONS = ("fwd", "bwd")
+LAYOUTS_2D = ("NCHW", "NHWC")
+LAYOUTS_3D = ("NCDHW", "NDHWC")
+
+class ProblemError(ValueError):
+    """A problem whose values cannot describe a real MIOpen operation."""
+
+
+def check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ProblemError(message)
+
+
+def check_positive(name: str, value: int) -> None:
+    check(isinstance(value, int) and not isinstance(value, bool), f"{name} must be an integer, got {value!r}")
+    check(value > 0, f"{name} must be positive, got {value}")
+
+
+def check_spatial(name: str, values: tuple[int, ...], ndim: int, minimum: int) -> None:
+    check(isinstance(values, tuple) and len(values) == ndim,
+           f"{name} must have {ndim} values (one per spatial dimension), got {values!r}")
+    for v in values:
+        check(isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
+               f"{name} values must be integers >= {minimum}, got {values!r}")
+
+
+def check_common(op: str, direction: str, directions: tuple[str, ...], dtype: str) -> None:
+    check(direction in directions, f"{op} direction must be one of {', '.join(directions)}, got {direction!r}")
+    check(dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+
+
+def check_layout(layout: str, ndim: int, what: str = "layout") -> None:
+    allowed = LAYOUTS_2D if ndim == 2 else LAYOUTS_3D
+    check(layout in allowed, f"{what} must be one of {', '.join(allowed)} for {ndim}-D, got {layout!r}")
+
+
+def default_layout(ndim: int) -> str:
+    return "NCHW" if ndim == 2 else "NCDHW"
+
+
+def prod(values: tuple[int, ...]) -> int:
+    return math.prod(values) if values else 1
+
+
+class ProblemBase:
+    """Shared behaviour; each subclass is a frozen dataclass."""
+
+    op: ClassVar[str] = ""
+
+    @property
+    def key(self) -> str:
+        """A stable string identity: op, direction, dtype, layout and every field."""
+        parts = [self.op]
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                value = "x".join(str(v) for v in value)
+            parts.append(f"{f.name}={value}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name, JSON-ready (tuples become lists)."""
+        out: dict[str, Any] = {}
+        for name, value in asdict(self).items():  # type: ignore[call-overload]
+            out[name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @property
+    def element_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]  # type: ignore[attr-defined]
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        moved = self.bytes_moved  # type: ignore[attr-defined]
+        return self.flops / moved if moved else 0.0  # type: ignore[attr-defined]
+
+
+
+
+def cached_hash(self: ProblemBase) -> int:
+    """Hash once per value: the catalog looks a problem up for every sighting, and a
+    dataclass hash would rebuild the tuple of all fields each time."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash((self.op,) + tuple(getattr(self, f.name) for f in fields(self)))  # type: ignore[arg-type]
+        object.__setattr__(self, "_hash", h)
+    return h
