@@ -498,31 +498,59 @@ def test_continuations_repeat_safely():
     assert ann(events, "driver_kernel_ms") == ["0.1", "0.2", "0.3"]
 
 
+def feed(t: DriverLogTracker, line: str) -> list:
+    """One line and nothing after it: a typed command is held for one line (it may wrap), so
+    flush it as the scanner does at the next line."""
+    return (t.feed(line) or []) + t.flush()
+
+
 def test_echo_without_its_typed_command_and_changed_echo():
     t = DriverLogTracker()
-    (s1,) = t.feed("$ ./MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -F 1")
-    (s2,) = t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")   # not the same command: a new run
+    (s1,) = feed(t, "$ ./MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -F 1")
+    (s2,) = feed(t, "MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")   # not the same command: a new run
     assert s1.problem.k == 4 and s2.problem.k == 8
     # the same command again with no output between is its echo (typed, then echoed)...
-    assert t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1") == []
+    assert feed(t, "MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1") == []
     # ...but only once: a third time is another run
-    (s3,) = t.feed("MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")
+    (s3,) = feed(t, "MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 8 -F 1")
     assert s3.problem == s2.problem and s3.role == "mention"
+
+
+def test_a_typed_command_is_held_one_line_for_a_wrap_or_its_echo():
+    t = DriverLogTracker()
+    assert t.feed(" /opt/rocm/bin/MIOpenDriver conv -n 16 -c 64 -H 128 -W 128 -k 64 -g 64 ") == []
+    assert t.held is not None
+    # the paste wrapped without a backslash, and lost the newline before the driver's echo
+    events = t.feed("-F 2 -t 1MIOpenDriver: conv -n 16 -c 64 -H 128 -W 128 -k 64 -g 64 -F 2 -t 1")
+    (s,) = events
+    assert s.problem.direction == "bwd" and s.role == "mention" and t.held is None
+
+
+def test_typed_commands_in_a_chain_pair_with_their_echoes_in_order():
+    t = DriverLogTracker()
+    events = feed(t, "# ./MIOpenDriver bnorm -n 1 -c 2 -H 4 -W 4 -m 1 --forw 1 ; ./MIOpenDriver bnorm -n 2 -c 2 "
+                     "-H 4 -W 4 -m 1 --forw 1")
+    assert [e.problem.n for e in events] == [1, 2]
+    assert feed(t, "MIOpenDriver bnorm -n 1 -c 2 -H 4 -W 4 -m 1 --forw 1") == []      # the first one's echo
+    (result,) = executions(feed(t, "GPU Kernel Avg Time Forward Batch Normalization Elapsed: 0.12 ms, for 10 "
+                                   "iterations."))
+    assert result.role == "execution" and result.problem.n == 1
+    assert feed(t, "MIOpenDriver bnorm -n 2 -c 2 -H 4 -W 4 -m 1 --forw 1") == []      # then the second's
 
 
 def test_cut_and_bad_commands_never_crash():
     t = DriverLogTracker()
-    (s,) = t.feed("$ ./MIOpenDriver conv -n 2 -c 3 -F 1 -H")     # cut after a flag: driver default stands
+    (s,) = feed(t, "$ ./MIOpenDriver conv -n 2 -c 3 -F 1 -H")     # cut after a flag: driver default stands
     assert s.problem.in_spatial == (32, 32) and any("cut" in w for w in s.warnings)
-    (u,) = t.feed("$ ./MIOpenDriver conv -n 2 -c banana")
+    (u,) = feed(t, "$ ./MIOpenDriver conv -n 2 -c banana")
     assert isinstance(u, Undecoded)
-    (u,) = t.feed("$ ./MIOpenDriver rnn -n 4 -W 8 -H 8")
+    (u,) = feed(t, "$ ./MIOpenDriver rnn -n 4 -W 8 -H 8")
     assert isinstance(u, Undecoded) and "rnn" in u.reason
     # output of a run miotui does not model is not credited to the previous run, and is not
     # "output without its command" either
-    assert t.feed("GPU Kernel Time Forward Conv. Elapsed: 1 ms") == []
-    assert t.feed("$ ./MIOpenDriver --version") == []
-    assert t.feed("MIOpen (version: 2.9.0)") == []
+    assert feed(t, "GPU Kernel Time Forward Conv. Elapsed: 1 ms") == []
+    assert feed(t, "$ ./MIOpenDriver --version") == []
+    assert feed(t, "MIOpen (version: 2.9.0)") == []
     assert t.feed("I ran MIOpenDriver yesterday and it was slow") is None   # prose
     assert t.feed("see MIOpenDriver.") is None
 

@@ -39,8 +39,12 @@ class ShellCommand:
 
     args: tuple[str, ...]           #: the base argument and its flags, as written
     env: tuple[tuple[str, str], ...] = ()   #: ``NAME=value`` assignments just before it
-    exe: str = "MIOpenDriver"       #: the executable as written
+    exe: str = "MIOpenDriver"       #: the executable as written ("" for a bare argument list)
     how: tuple[str, ...] = ()       #: how the text had to be read (quotes removed, echo split off)
+    #: shaped like the driver's echo of its own command line (``MIOpenDriver[:] args`` with no
+    #: path, prompt or anything before it, or glued to the previous command): it may be the
+    #: echo of a command typed just before, which is then the same run
+    echo_shaped: bool = False
 
 
 def _env_before(prefix: str) -> tuple[tuple[str, str], ...]:
@@ -85,6 +89,22 @@ def _strip_glued(tokens: list[str], how: list[str]) -> list[str]:
             tokens[-1] = stripped
             break
         tokens.pop()
+    return tokens
+
+
+#: a flag token: ``-X`` (any non-digit character: MIOpen uses ``-!``, ``-@``, ``-_``...) or ``--name``
+_FLAG_TOKEN_RE = re.compile(r"^-(?:-[A-Za-z_][\w-]*(?:=.*)?|[^\d\s.-].*)$")
+
+
+def _cut_trailing(tokens: list[str], how: list[str]) -> list[str]:
+    """Drop what follows the last flag/value pair: a table's other columns, a comment, prose
+    (every driver flag takes a value, so a flag is expected at every other position)."""
+    i = 1
+    while i < len(tokens):
+        if not _FLAG_TOKEN_RE.match(tokens[i]):
+            how.append(f"ignored {' '.join(tokens[i:])[:60]!r} after the last flag")
+            return tokens[:i]
+        i += 1 if "=" in tokens[i] and tokens[i].startswith("--") else 2
     return tokens
 
 
@@ -141,5 +161,41 @@ def find_commands(text: str) -> list[ShellCommand]:
         tokens = _strip_glued(_tokens(segment), how)
         if not tokens:
             continue
-        commands.append(ShellCommand(tuple(tokens), _env_before(text[:start].rstrip(_QUOTES)), exe, tuple(how)))
+        tokens = _cut_trailing(tokens, how)
+        before = text[:start]
+        echo_shaped = exe in ("MIOpenDriver", "MIOpenDriver.exe") and (not before.strip() or (
+            i > 0 and not before[-1:].isspace()))
+        commands.append(ShellCommand(tuple(tokens), _env_before(before.rstrip(_QUOTES)), exe, tuple(how),
+                                     echo_shaped))
     return commands
+
+
+def find_bare_commands(text: str, bases: "frozenset[str] | set[str]") -> list[ShellCommand]:
+    """Driver arguments with no executable (``convbfp16 -n 16 -c 288 ...``): command lists,
+    benchmark tables, other tools that take MIOpenDriver's syntax, and MIOpen's own stdout
+    echo of RNN commands.  A candidate is a known base argument at the start of the line or
+    of a backtick span / table cell, followed by a flag."""
+    if "MIOpenDriver" in text or "-" not in text:
+        return []
+    commands: list[ShellCommand] = []
+    for m in _BARE_RE.finditer(text):
+        if m.group(1) not in bases:
+            continue
+        how: list[str] = []
+        segment = text[m.start(1):]
+        opener = text[m.start(1) - 1] if m.start(1) > 0 else ""
+        if opener and opener in _QUOTES:
+            close = segment.find(opener)
+            if close >= 0:
+                segment = segment[:close]
+            how.append(f"read inside {opener}...{opener}")
+        elif "|" in segment:   # a table cell
+            segment = segment[:segment.index("|")]
+        tokens = _cut_trailing(_strip_glued(_tokens(segment), how), how)
+        if len(tokens) >= 2:
+            commands.append(ShellCommand(tuple(tokens), (), "", tuple(how)))
+    return commands
+
+
+#: a base argument word followed by a flag, where a bare argument list can start
+_BARE_RE = re.compile(r"(?:^|(?<=[`'\"|]))\s*([A-Za-z][\w]*) +-{1,2}[A-Za-z_!@#$%^]")

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from miotui.driver import KNOWN_BASES
 from miotui.driver.output import OutputLine, parse_output_line
 from miotui.logs.events import Annotation, Event, Sighting, Undecoded
 
@@ -34,8 +35,17 @@ _FRAGMENT_RE = re.compile(r"^(?:-{1,2}[A-Za-z_@#$%^!&?]\S*(?:\s+\S+)?(?:\s|$)|"
 MAX_CONTINUATION_LINES = 64
 #: output lines that are a direction's result: the run executed that direction
 _RESULT_KINDS = frozenset({"kernel_time", "wall_time", "verify", "stats"})
+#: result lines printed once per result block: seen again, they are the next block
+_BLOCK_KINDS = frozenset({"kernel_time", "stats"})
 #: the driver's own flags that only print something and run no layer
 _NO_RUN_ARGS = frozenset({"--version", "-h", "--help", "-?"})
+
+
+def _unmarked(text: str) -> str:
+    """A pasted line without the Markdown around it: a ``> `` quote marker, ``**`` bold."""
+    if text.startswith(">") and not text.startswith(">>"):
+        text = text[1:].lstrip()
+    return text.replace("**", "") if "**" in text else text
 
 
 @dataclass
@@ -43,8 +53,9 @@ class _Run:
     problems: tuple
     op: str
     failed: set = field(default_factory=set)
-    #: directions whose result was seen (their execution counted)
-    done: set = field(default_factory=set)
+    #: direction -> the result line kinds seen in its current result block (a kind seen
+    #: again starts the next block: the same command's output pasted twice, per build)
+    done: dict = field(default_factory=dict)
 
 
 class DriverLogTracker:
@@ -67,8 +78,15 @@ class DriverLogTracker:
 
     def __init__(self) -> None:
         self._run: Optional[_Run] = None
-        self._last_args: Optional[tuple[str, ...]] = None  # the last command, until output follows
+        #: typed commands not yet echoed, oldest first (a chain runs them in order), with their runs
+        self._awaiting: list[tuple[tuple[str, ...], Optional[_Run]]] = []
         self._cont: Optional[list[str]] = None  # a typed command continued with "\\"
+        #: a line of typed commands, kept for one line: the next line may continue it (a paste
+        #: that wrapped without "\\") or, for a bare argument list, be MIOpen's own Command line
+        #: for the same call (MIOpen prints RNN commands to stdout too).  The scanner calls
+        #: ``flush()`` before any other line while this is set.
+        self.held: Optional[str] = None
+        self._held_bare = False
         self._last_dir: Optional[str] = None
         self._orphan_told = False   # output without a command already reported since the last command
         self._cache: dict[tuple[str, ...], tuple[tuple, tuple[str, ...]]] = {}
@@ -79,7 +97,27 @@ class DriverLogTracker:
         try:
             return self._feed(line)
         except Exception as e:  # a decoder bug must not stop the scan
+            self.held = None
             return [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
+
+    def flush(self) -> list[Event]:
+        """The events of the held line (see ``held``)."""
+        held, self.held = self.held, None
+        if held is None:
+            return []
+        try:
+            return self._commands(held, hold=False) or []
+        except Exception as e:  # a decoder bug must not stop the scan
+            return [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
+
+    def absorb_logged(self, args: str) -> bool:
+        """MIOpen's own ``Command [LogCmd...]`` line for the call whose arguments the held bare
+        line printed (``rnn -n ...`` on stdout, then ``Command [LogCmdRNN] ... rnn -n ...``): the
+        two are one call, so the held line is dropped.  False (nothing changed) otherwise."""
+        if self.held is not None and self._held_bare and self.held.split() == args.split():
+            self.held = None
+            return True
+        return False
 
     def current_problem(self, direction: str, op: str = "conv") -> Optional[Any]:
         """The layer of ``direction`` in the driver run in progress (its library's Info lines
@@ -87,7 +125,7 @@ class DriverLogTracker:
         return self._problem(direction, op)
 
     def _feed(self, line: str) -> Optional[list[Event]]:
-        text = line.strip()
+        text = _unmarked(line.strip())
         if self._cont is not None:
             if text == ">" or text.startswith("> "):
                 text = text[1:].strip()  # bash's continuation prompt (PS2) in a pasted terminal
@@ -101,6 +139,17 @@ class DriverLogTracker:
             joined = " ".join(self._cont)
             self._cont = None
             return self._commands(joined, joined_from_continuation=True)
+        if self.held is not None:
+            if text.startswith("-") and _FRAGMENT_RE.match(text):   # the held line wrapped here
+                joined = self.held + " " + text
+                self.held = None
+                return self._commands(joined) or []
+            events = self.flush()
+            more = self._line(text)
+            return events + more if more is not None else (events or None)
+        return self._line(text)
+
+    def _line(self, text: str) -> Optional[list[Event]]:
         if not text:
             return None
         if "MIOpenDriver" in text:
@@ -109,6 +158,10 @@ class DriverLogTracker:
             if text.endswith("\\"):
                 self._cont = [text[:-1]]
                 return []
+            events = self._commands(text)
+            if events is not None:
+                return events
+        elif text[0].isalpha() or text[0] in "`|":
             events = self._commands(text)
             if events is not None:
                 return events
@@ -123,29 +176,59 @@ class DriverLogTracker:
 
     # ------------------------------------------------------------------ commands
 
-    def _commands(self, text: str, joined_from_continuation: bool = False) -> Optional[list[Event]]:
-        """Every command on the line (chains, a command glued to its echo), in order; None
-        when the line only mentions MIOpenDriver in prose."""
-        from miotui.driver.shell import find_commands
+    def _commands(self, text: str, joined_from_continuation: bool = False, hold: bool = True
+                  ) -> Optional[list[Event]]:
+        """Every command on the line (chains, a command glued to its echo, a bare argument
+        list), in order; None when the line is not a command (prose that mentions
+        MIOpenDriver, a word that is not a base argument)."""
+        from miotui.driver.shell import find_bare_commands, find_commands
         found = [c for c in find_commands(text) if c.args[0] in _NO_RUN_ARGS or _is_base(c.args[0])]
+        bare = False
+        if not found and "MIOpenDriver" not in text:
+            found = find_bare_commands(text, _ALL_BASES)
+            bare = True
         if not found:
             if joined_from_continuation:
                 return [Undecoded("MIOpenDriver command continued with '\\' has no known base argument")]
             return None
+        if hold and not found[-1].echo_shaped:
+            self.held, self._held_bare = text, bare
+            return []
         events: list[Event] = []
+        typed_line = False
         for command in found:
-            events += self._command(command.args)
+            args = command.args
+            if args[0] in _NO_RUN_ARGS:
+                self._end_run()
+                self._awaiting.clear()
+                continue
+            if command.echo_shaped:
+                if self._echo_of_typed(args):
+                    continue
+                self._awaiting.clear()   # a run whose typed command is not in the log
+            elif not typed_line:
+                typed_line = True
+                self._awaiting.clear()   # a new prompt line: earlier commands were never echoed
+            events += self._start(args)
+            self._awaiting.append((args, self._run))
+        if typed_line and self._awaiting:
+            self._run = self._awaiting[0][1]   # a chain runs its first command first
         return events
 
-    def _command(self, args: tuple[str, ...]) -> list[Event]:
-        if args[0] in _NO_RUN_ARGS:
-            self._end_run()
-            return []
-        if self._last_args is not None and args == self._last_args:
-            self._last_args = None
-            return []   # the driver echoing the command just typed: the same run
+    def _echo_of_typed(self, args: tuple[str, ...]) -> bool:
+        """The driver echoing a command typed before it (the first of a chain still waiting,
+        or a later one): the same run, no new mention."""
+        for i, (typed, run) in enumerate(self._awaiting):
+            if typed == args:
+                del self._awaiting[:i + 1]
+                self._end_run()
+                self._run = run
+                return True
+        return False
+
+    def _start(self, args: tuple[str, ...]) -> list[Event]:
+        """A new run: one mention of each layer the command names."""
         self._end_run()
-        self._last_args = args
         # output from here on is this command's: never "output without its command", even
         # when the command itself could not be read (it was reported already)
         self._orphan_told = True
@@ -185,7 +268,6 @@ class DriverLogTracker:
 
     def _end_run(self) -> None:
         self._run = None
-        self._last_args = None
         self._last_dir = None
 
     # ------------------------------------------------------------------ output
@@ -207,13 +289,12 @@ class DriverLogTracker:
     def _output(self, ol: OutputLine) -> list[Event]:
         k = ol.kind
         if k == "echo":  # only reached for odd spacing; treat like an echo
-            return self._command(tuple(ol.get("args", "").split()) or ("--version",))
+            return self._commands("MIOpenDriver " + ol.get("args", ""), hold=False) or []
         if k in ("version", "prng", "sysinfo", "stats_header", "info", "warning", "solutions_available",
                  "fusion"):
             if k == "solutions_available":
                 self._last_dir = ol.direction
             return []
-        self._last_args = None
         run = self._run
         if run is None:
             return self._orphan(ol)
@@ -228,9 +309,16 @@ class DriverLogTracker:
         run = self._run
         direction = ol.direction if ol.direction is not None else self._last_dir
         p = self._problem(direction, ol.op if ol.kind != "stats" else None)
-        if run is None or p is None or p.direction in run.done:
+        if run is None or p is None:
             return []
-        run.done.add(p.direction)
+        # a block prints each timing line once (verdict lines can repeat: batch norm checks dx,
+        # dscale and dbias in turn), so a timing line seen again starts the next block
+        kind = (ol.kind, ol.get("kind"))
+        kinds = run.done.get(p.direction)
+        if kinds is not None and (kind not in kinds or ol.kind not in _BLOCK_KINDS):
+            kinds.add(kind)
+            return []
+        run.done[p.direction] = {kind}
         return [Sighting(p, "execution", "driver-output")]
 
     def _orphan(self, ol: OutputLine) -> list[Event]:
@@ -321,7 +409,9 @@ def _fmt(value: Optional[float]) -> str:
     return "" if value is None else format(value, ".12g")
 
 
+_ALL_BASES = frozenset(KNOWN_BASES) | OTHER_DRIVER_BASES
+
+
 def _is_base(token: str) -> bool:
-    from miotui.driver import KNOWN_BASES
-    return token in KNOWN_BASES or token in OTHER_DRIVER_BASES
+    return token in _ALL_BASES
 

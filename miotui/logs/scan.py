@@ -229,6 +229,7 @@ class LogScanner:
         #: blocks whose events were reused by their text, without the trace decoder (for tests)
         self.whole_block_hits = 0
         self._db_cache: dict[str, Optional[list[Event]]] = {}
+        self._driver_line = 0   # the line of the command the driver tracker holds
         from miotui.logs.dbrecords import decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
@@ -275,6 +276,8 @@ class LogScanner:
             if self._carry and self._carry != b"\r":
                 self._process(self._carry)
             self._carry = b""
+            if self.driver.held is not None:
+                self._flush_driver(NOISE, (), self.line_no)
             for tid, block in list(self._blocks.items()):
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
@@ -473,6 +476,8 @@ class LogScanner:
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch(self, kind: int, c: tuple, line: str, n: int) -> None:
+        if self.driver.held is not None and kind != TEXT and kind != BARE_PARAM:
+            self._flush_driver(kind, c, n)
         if kind == PARAM:
             block = self._blocks.get(c[1])
             if block is None:
@@ -538,6 +543,17 @@ class LogScanner:
             return
         # OTHER: MIOpen-prefixed text of no interest (multi-line descriptor dumps etc.)
 
+    def _flush_driver(self, kind: int, c: tuple, n: int) -> None:
+        """The typed command the driver tracker held for a line (see its ``held``), before
+        anything else is recorded; unless this line is MIOpen's own Command line for the same
+        call (MIOpen prints RNN commands to stdout, then logs them)."""
+        if kind == COMMAND and self.driver.absorb_logged(c[3]):
+            return
+        text = self.driver.held or ""
+        events = self.driver.flush()
+        if events:
+            self._apply(events, "", self._driver_line, text)
+
     def _orphan_line(self, tid: str, n: int, line: str) -> None:
         if tid not in self._orphan:
             self._orphan.add(tid)
@@ -545,6 +561,8 @@ class LogScanner:
 
     def _begin_call(self, tid: str) -> None:
         """A new API block starts the thread's next call."""
+        if self.driver.held is not None:
+            self._flush_driver(HEADER, (), self.line_no)
         self._orphan.discard(tid)
         if self._held:
             self._flush_held(tid)
@@ -630,10 +648,13 @@ class LogScanner:
             if events:
                 self._apply(events, "", n, line)
                 return
+        held = self.driver.held
         try:
             events = self.driver.feed(line)
         except Exception as e:
             events = [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
+        if self.driver.held is not None and self.driver.held is not held:
+            self._driver_line = n   # the line a held command is recorded at
         if events is None:
             if c[0] == TEXT and line in self._cache:
                 self._cache[line] = (NOISE,)
