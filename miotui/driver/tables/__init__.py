@@ -69,6 +69,17 @@ The parser rules (the same code in every era unless an era is named)
   ``--forw`` (forced to 1).  Exit status: 0 up to 2.2 (early return on a failing forward run
   from 2.0); from 2.3 the OR of the run and verification codes.
 
+How the eras are dated
+----------------------
+``since``/``until`` are MIOpen versions read from ``rocm_setup_version`` at each tag.  Two limits:
+(1) rocm-test-09212024 and develop of 2024-10-24 both say 3.3.0, and the ROCm 6.3.0 release
+branch was not available, so things added to develop between them (kthvalue, the margin losses,
+bnorm ``--layout`` and the fp16fp32 bases) are dated 3.3 although a 6.3.0 build may lack them;
+(2) MIOpen 3.4 (ROCm 6.4) was not read, and rocm-libraries history cannot be walked here, so
+changes seen only in the newest snapshot are dated 3.5 (or 3.5.1 where a changelog entry or a
+dated PR puts them after ROCm 7.0), and the form they replace ends at 3.4 (or 3.5.0).  Each
+module's notes give the evidence.
+
 ``SUBCOMMANDS`` holds every family; ``subcommand_for_base`` finds one by base argument.  Each
 family module may also define ``LOGGED_FLAGS`` and ``LOGGING_DEFECTS`` (what MIOpen's own
 ``Command`` line prints in each era, and which printed tokens the driver reads differently);

@@ -7,7 +7,7 @@ this base accept" answerable from the table.
 Sources: ROCm/MIOpen ``driver/adam_driver.hpp`` (3.2+) and ``transformers_adam_w_driver.hpp``
 (3.3+) at rocm-6.2.0 ... rocm-6.2.2, rocm-test-09212024, develop 2d1fd997; ``dm_adam.cpp``,
 ``dm_transformers_adam_w.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/adam_driver.hpp``
-@0096658f (the transformers file was not re-read; assumed unchanged like adam).  Logging:
+and ``transformers_adam_w_driver.hpp`` @07647551 (adam also @0096658f, a state without ``-M``).  Logging:
 ``src/adam_api.cpp``, ``src/transformers_adam_w_api.cpp``.
 """
 
@@ -40,14 +40,16 @@ def _adam_flags(since: str, with_amp: bool, transformers: bool) -> tuple[Flag, .
     flags += [Flag("iter", "i", "10", "iterations (optimizer steps)", "int", _R, since),
               Flag("verify", "V", "1", "1 = check against a CPU reference", "int", _R, since),
               Flag("time", "t", "0", "1 = print kernel times", "int", _R, since),
-              Flag("wall", "w", "0", "wall-clock timing (needs -t 1)", "int", _R, since)]
+              Flag("wall", "w", "0", "wall-clock timing (needs -t 1)", "int", _R, since),
+              Flag("mt", "M", "0", "1 = multithreaded CPU reference", "int", _R, "3.5")]
     return tuple(flags)
 
 
 _SRC_ADAM = ("ROCm/MIOpen driver/adam_driver.hpp, dm_adam.cpp at rocm-6.2.0..rocm-6.2.2, rocm-test-09212024, "
-             "develop 2d1fd997; ROCm/rocm-libraries projects/miopen/driver/adam_driver.hpp @0096658f")
+             "develop 2d1fd997; ROCm/rocm-libraries projects/miopen/driver/adam_driver.hpp @07647551, @0096658f")
 _SRC_TADAMW = ("ROCm/MIOpen driver/transformers_adam_w_driver.hpp, dm_transformers_adam_w.cpp at "
-               "rocm-test-09212024 and develop 2d1fd997 (newest not re-read)")
+               "rocm-test-09212024 and develop 2d1fd997; ROCm/rocm-libraries projects/miopen/driver/"
+               "transformers_adam_w_driver.hpp @07647551")
 
 ADAM = Subcommand(
     family="adam",

@@ -44,7 +44,9 @@ CAT = Subcommand(
             "@07647551"),
     summary="concatenation of up to 8 tensors along one dimension, forward only",
     notes=("From 3.3 inputs 1 and 2 default to 2x32x128x128x128: a writer must always spell both. "
-           "The multithread flag is -M here, -u in the norm drivers and -U in pool."),
+           "The newest drivers' CPU-reference thread switch has no common letter: --mt is -M here and in lrn "
+           "and the adam drivers, -u in dropout and the norm drivers, -U in pool; reduce has "
+           "-m/--multithreaded, gemm and ctc -p/--parallel."),
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (

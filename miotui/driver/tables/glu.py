@@ -2,8 +2,8 @@
 
 Why a table: a base in today's valid list needs its flags even though the library never logs a
 GLU command.  Sources: ROCm/MIOpen ``driver/glu_driver.hpp`` and ``dm_glu.cpp`` at develop
-2d1fd997 (added by 93cfc7b29, 2024-09-27; the 3.3.0/ROCm 6.3 changelog lists GLU).  The newest
-file was not re-read (assumed unchanged).
+2d1fd997 (added by 93cfc7b29, 2024-09-27; the 3.3.0/ROCm 6.3 changelog lists GLU);
+ROCm/rocm-libraries ``projects/miopen/driver/glu_driver.hpp`` @07647551 (unchanged).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ GLU = Subcommand(
         Base("glubfp16", "bf16", since="3.3"),
     ),
     flags=(
-        Flag("forw", "F", "1", "1 forward only, 2 backward only, 0 both", "int", _P, since="3.3"),
+        Flag("forw", "F", "1", "1 forward only, 0 forward and backward", "int", _P, since="3.3"),
         Flag("dim_lengths", "D", "256x512", "input tensor lengths", "tensor descriptor", _P, since="3.3"),
         Flag("dim_to_split", "R", "0", "dimension halved into value and gate", "int", _P, since="3.3"),
         Flag("iter", "i", "10", "timed iterations", "int", _R, since="3.3"),
@@ -28,7 +28,8 @@ GLU = Subcommand(
         Flag("time", "t", "0", "1 = print kernel times", "int", _R, since="3.3"),
         Flag("wall", "w", "0", "wall-clock timing (needs -t 1)", "int", _R, since="3.3"),
     ),
-    source="ROCm/MIOpen driver/glu_driver.hpp, dm_glu.cpp at develop 2d1fd997 (newest not re-read)",
+    source=("ROCm/MIOpen driver/glu_driver.hpp, dm_glu.cpp at develop 2d1fd997; ROCm/rocm-libraries "
+            "projects/miopen/driver/glu_driver.hpp @07647551"),
     summary="gated linear unit along one dimension",
     notes="Not in rocm-test-09212024; in the 3.3.0 changelog (experimental).",
 )

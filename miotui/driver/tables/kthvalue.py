@@ -3,7 +3,8 @@
 Why a table: its long names contain dashes (``--dim-lengths``, ``--keep-dim``), and the logged
 line (``-n N -T {...} -Si {...}``) matches none of its flags.  Sources: ROCm/MIOpen
 ``driver/kthvalue_driver.hpp`` at develop 2d1fd997 (not at rocm-test-09212024);
-``dm_kthvalue.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/kthvalue_driver.hpp`` @04b1f920.
+``dm_kthvalue.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/kthvalue_driver.hpp`` @04b1f920
+(and @07647551, whose file was only read past its flag list).
 Logging: ``src/kthvalue_api.cpp``.
 """
 

@@ -5,7 +5,7 @@ while the driver wants a word, so the mismatch must be written down somewhere.  
 appears in the source only inside a comment: it was never a flag.  Sources: ROCm/MIOpen
 ``driver/lrn_driver.hpp`` at tags 1.0.0 ... rocm-6.2.2, rocm-test-09212024, develop 2d1fd997;
 ``main.cpp``/``dm_lrn.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/lrn_driver.hpp``
-@001d50d4.  Logging: ``src/lrn_api.cpp`` (2.3+).
+@07647551 (and @001d50d4, an earlier state without ``-M``).  Logging: ``src/lrn_api.cpp`` (2.3+).
 """
 
 from __future__ import annotations
@@ -37,12 +37,13 @@ LRN = Subcommand(
         Flag("printconv", "P", "1", "print the dimensions", "int", _R),
         Flag("mode", "m", "within", "within (channel) or cross (channel); anything else is an error", "str",
              _P),
+        Flag("mt", "M", "0", "1 = multithreaded CPU reference", "int", _R, since="3.5"),
     ),
     source=("ROCm/MIOpen driver/lrn_driver.hpp, main.cpp, dm_lrn.cpp at tags 1.0.0..rocm-6.2.2, "
             "rocm-test-09212024, develop 2d1fd997; ROCm/rocm-libraries projects/miopen/driver/lrn_driver.hpp "
-            "@001d50d4"),
+            "@07647551 and @001d50d4"),
     summary="local response normalization (within or across channels), forward and backward",
-    notes="The same 15 flags in every era read.",
+    notes="The same 15 flags from 1.0 to Oct 2024; the newest driver adds -M/--mt (3.5 assumed).",
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (

@@ -2,9 +2,9 @@
 
 Why a table: its logged line changed from ``-n -c -D -H -W`` (3.2, flags the driver never had)
 to ``-input`` (3.3+, read as ``-i``).  Sources: ROCm/MIOpen ``driver/reduceextreme_driver.hpp``
-at rocm-6.2.0 ... rocm-6.2.2, rocm-test-09212024, develop 2d1fd997; ``dm_reduceextreme.cpp``.
-The newest (rocm-libraries) file was not re-read: the table assumes it is unchanged since Oct
-2024, as the other single-tensor drivers (rope, reducecalculation) are.  Logging:
+at rocm-6.2.0 ... rocm-6.2.2, rocm-test-09212024, develop 2d1fd997; ``dm_reduceextreme.cpp``;
+ROCm/rocm-libraries ``projects/miopen/driver/reduceextreme_driver.hpp`` @07647551 (unchanged).
+Logging:
 ``src/reduceextreme_api.cpp``.
 """
 
@@ -33,7 +33,8 @@ REDUCEEXTREME = Subcommand(
         Flag("wall", "w", "0", "wall-clock timing (needs -t 1)", "int", _R, since="3.2"),
     ),
     source=("ROCm/MIOpen driver/reduceextreme_driver.hpp, dm_reduceextreme.cpp at rocm-6.2.0..rocm-6.2.2, "
-            "rocm-test-09212024, develop 2d1fd997 (newest not re-read)"),
+            "rocm-test-09212024, develop 2d1fd997; ROCm/rocm-libraries projects/miopen/driver/"
+            "reduceextreme_driver.hpp @07647551"),
     summary="arg-min/arg-max/min/max along one dimension, forward only",
     notes="Replaced argmax (3.1 only).",
 )

@@ -2,7 +2,7 @@
 
 Why a table: the library logs ``-input``, which the driver reads as ``-i`` (iterations).
 Sources: ROCm/MIOpen ``driver/rope_driver.hpp`` at rocm-test-09212024 and develop 2d1fd997;
-``dm_rope.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/rope_driver.hpp`` @04c27099.
+``dm_rope.cpp``; ROCm/rocm-libraries ``projects/miopen/driver/rope_driver.hpp`` @07647551, @04c27099.
 Logging: ``src/rope_api.cpp``.
 """
 
@@ -29,7 +29,7 @@ ROPE = Subcommand(
         Flag("wall", "w", "0", "wall-clock timing (needs -t 1)", "int", _R, since="3.3"),
     ),
     source=("ROCm/MIOpen driver/rope_driver.hpp, dm_rope.cpp at rocm-test-09212024 and develop 2d1fd997; "
-            "ROCm/rocm-libraries projects/miopen/driver/rope_driver.hpp @04c27099"),
+            "ROCm/rocm-libraries projects/miopen/driver/rope_driver.hpp @07647551, @04c27099"),
     summary="rotary position embedding, forward and backward",
     notes="Unchanged from 3.3 to the newest driver read.",
 )
