@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import miotui.driver.tables as tables
+from miotui.driver import tables
 from miotui.driver.spec import Flag, in_era, parse_version
 from miotui.driver.tables import bases
 

@@ -88,12 +88,37 @@ family module may also define ``LOGGED_FLAGS`` and ``LOGGING_DEFECTS`` (what MIO
 
 from __future__ import annotations
 
-from typing import Optional
-
 from miotui.driver.spec import Subcommand, in_era, parse_version
-from miotui.driver.tables import (activ, adam, argmax, bases, bnorm, cat, conv, ctc, dropout, fusion, gemm,
-                                  getitem, glu, groupnorm, kthvalue, layernorm, lrn, marginloss, pool, prelu,
-                                  reduce, reducecalculation, reduceextreme, rnn, rope, softmax, sum, tensorop)
+from miotui.driver.tables import (
+    activ,
+    adam,
+    argmax,
+    bases,
+    bnorm,
+    cat,
+    conv,
+    ctc,
+    dropout,
+    fusion,
+    gemm,
+    getitem,
+    glu,
+    groupnorm,
+    kthvalue,
+    layernorm,
+    lrn,
+    marginloss,
+    pool,
+    prelu,
+    reduce,
+    reducecalculation,
+    reduceextreme,
+    rnn,
+    rope,
+    softmax,
+    sum,
+    tensorop,
+)
 
 # --------------------------------------------------------------------------- parser facts
 #: A single dash followed by a longer word reads only its first letter -- in every era read.
@@ -184,17 +209,17 @@ _BY_BASE = {b.name: s for s in SUBCOMMANDS for b in s.bases}
 _MODULE_OF = {s.family: m for m in _MODULES for s in vars(m).values() if isinstance(s, Subcommand)}
 
 
-def subcommand_for_base(name: str) -> Optional[Subcommand]:
+def subcommand_for_base(name: str) -> Subcommand | None:
     """The family that reads the flags of base argument ``name`` (any era), or None."""
     return _BY_BASE.get(name)
 
 
-def subcommand(family: str) -> Optional[Subcommand]:
+def subcommand(family: str) -> Subcommand | None:
     """The family called ``family`` (``conv``, ``rnn_seq``...), or None."""
     return _BY_FAMILY.get(family)
 
 
-def valid_bases(version: Optional[tuple[int, ...]] = None) -> frozenset[str]:
+def valid_bases(version: tuple[int, ...] | None = None) -> frozenset[str]:
     """The base arguments the driver of ``version`` (None: the newest read) accepts."""
     for first, last, names in bases.VALID_BASES:
         if in_era(version, first, last):
@@ -202,7 +227,7 @@ def valid_bases(version: Optional[tuple[int, ...]] = None) -> frozenset[str]:
     return frozenset()
 
 
-def is_valid_base(name: str, version: Optional[tuple[int, ...]] = None) -> bool:
+def is_valid_base(name: str, version: tuple[int, ...] | None = None) -> bool:
     """Whether ``ParseBaseArg`` of ``version`` accepts ``name`` (``--version`` from 2.3)."""
     if name == "--version":
         return version is None or version >= parse_version(VERSION_ARG_SINCE)
@@ -234,5 +259,14 @@ def shadowed_flags(family: str):
     return tuple(getattr(module, "SHADOWED_FLAGS", ())) if module else ()
 
 
-__all__ = ["SUBCOMMANDS", "subcommand_for_base", "subcommand", "valid_bases", "is_valid_base", "logged_flags",
-           "logging_defects", "shadowed_flags", "bases"]
+__all__ = [
+    "SUBCOMMANDS",
+    "bases",
+    "is_valid_base",
+    "logged_flags",
+    "logging_defects",
+    "shadowed_flags",
+    "subcommand",
+    "subcommand_for_base",
+    "valid_bases",
+]

@@ -114,8 +114,8 @@ LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
-    ("1.2", "3.4", "-s", "printed when *running* mean/variance are given; the driver's -s means saved "
-     "mean/inverse variance (the library and driver meanings of -s and -r are swapped)"),
+    ("1.2", "3.4", "-s", ("printed when *running* mean/variance are given; the driver's -s means saved "
+     "mean/inverse variance (the library and driver meanings of -s and -r are swapped)")),
     ("1.2", "3.4", "-r", "printed when *saved* mean/inverse variance are given; the driver's -r means running"),
     ("3.0", "3.2", "-M", "bnorm has no -M: 'Input Flag: M Not Found !'"),
     ("3.5", "", "-z", "fused activation gamma; no bnorm driver declares -z"),

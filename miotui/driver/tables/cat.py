@@ -54,6 +54,6 @@ LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
-    ("3.1", "", "-dims", "a single dash takes only 'd': the driver sets the concat dimension from 'a,b,c' (atoi "
-     "= a); the inputs (-1..-8) and the real dimension are never logged"),
+    ("3.1", "", "-dims", ("a single dash takes only 'd': the driver sets the concat dimension from 'a,b,c' (atoi "
+     "= a); the inputs (-1..-8) and the real dimension are never logged")),
 )

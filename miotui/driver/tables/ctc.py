@@ -44,8 +44,8 @@ CTC = Subcommand(
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("2.3", "", "Command [miopenCTCLoss]:  ctc  -a -b -c <classes-1> -m -n [-l lens,...] [-k lens,...] "
-     "(base argument padded with spaces)", ("-a", "-b", "-c", "-m", "-n", "-l", "-k")),
+    ("2.3", "", ("Command [miopenCTCLoss]:  ctc  -a -b -c <classes-1> -m -n [-l lens,...] [-k lens,...] "
+     "(base argument padded with spaces)"), ("-a", "-b", "-c", "-m", "-n", "-l", "-k")),
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = ()

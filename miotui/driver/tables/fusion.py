@@ -99,11 +99,11 @@ _CONV_ARGS = ("-n", "-c", "-H", "-W", "-k", "-y", "-x", "-p", "-q", "-u", "-v", 
 #: What MIOpen's own ``Command [LogCmdFusion]`` line prints (src/fusion.cpp, driver_arguments.cpp).
 #: Nothing before 3.0: fusion plans were not logged as commands.
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("3.0", "3.2", "CBAInfer (CBAInferfp16 for bf16 plans) -F <mode> + conv args; mode 2 prints BN args "
-     "-n -c [-D] -H -W -M <bn mode>", ("-F",) + _CONV_ARGS + ("-D", "-M")),
+    ("3.0", "3.2", ("CBAInfer (CBAInferfp16 for bf16 plans) -F <mode> + conv args; mode 2 prints BN args "
+     "-n -c [-D] -H -W -M <bn mode>"), ("-F",) + _CONV_ARGS + ("-D", "-M")),
     ("3.3", "3.5.0", "same, but mode 2 prints -m <bn mode>", ("-F",) + _CONV_ARGS + ("-D", "-m")),
-    ("3.5.1", "", "CBAInfer[fp16|bfp16] (mode 4) / CAInfer[...] (mode 5) -J <mode> + conv args; modes 0,1,3,6 "
-     "print no base argument; mode 2 CBAInfer -J 2 + BN args", ("-J",) + _CONV_ARGS + ("-D", "-m")),
+    ("3.5.1", "", ("CBAInfer[fp16|bfp16] (mode 4) / CAInfer[...] (mode 5) -J <mode> + conv args; modes 0,1,3,6 "
+     "print no base argument; mode 2 CBAInfer -J 2 + BN args"), ("-J",) + _CONV_ARGS + ("-D", "-m")),
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = (

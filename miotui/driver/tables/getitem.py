@@ -44,8 +44,8 @@ GETITEM = Subcommand(
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("3.3", "", "LogCmdGetitem: getitemfp16|getitemfp32|getitemf16 (bf16) -doutput ... -index<k> ... -dx ... "
-     "-dims... -slice... -offset<N> -F", ("-doutput", "-index", "-dx", "-dims", "-slice", "-offset", "-F")),
+    ("3.3", "", ("LogCmdGetitem: getitemfp16|getitemfp32|getitemf16 (bf16) -doutput ... -index<k> ... -dx ... "
+     "-dims... -slice... -offset<N> -F"), ("-doutput", "-index", "-dx", "-dims", "-slice", "-offset", "-F")),
 )
 
 _BAD = "no driver flag of that name; a single dash reads only the first letter"

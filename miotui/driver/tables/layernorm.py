@@ -125,16 +125,16 @@ _SHAPE = ("-n", "-c", "-D", "-H", "-W", "-F", "-m")
 
 LOGGED_FLAGS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
     "layernorm": (
-        ("3.0", "3.0", "LogCmdLayerNorm: layernormfp32|layernormfp16|layernormbf16|layernormfp64 -n -c [-D] -H -W "
-         "-F 1|2 -m", _SHAPE),
+        ("3.0", "3.0", ("LogCmdLayerNorm: layernormfp32|layernormfp16|layernormbf16|layernormfp64 -n -c [-D] -H -W "
+         "-F 1|2 -m"), _SHAPE),
         ("3.1", "", "same flags; names layernormfp32|layernormfp16|layernormbfp16", _SHAPE),
     ),
     "addlayernorm": (
         ("3.2", "", "LogCmdAddLayerNorm: addlayernormfp32|fp16|bfp16 -n -c [-D] -H -W -F -m", _SHAPE),
     ),
     "t5layernorm": (
-        ("3.2", "", "LogCmdT5LayerNorm: t5layernormfp32|fp16|bfp16 -n -c [-D] -H -W -F -m (backward logged "
-         "as forward)", _SHAPE),
+        ("3.2", "", ("LogCmdT5LayerNorm: t5layernormfp32|fp16|bfp16 -n -c [-D] -H -W -F -m (backward logged "
+         "as forward)"), _SHAPE),
     ),
 }
 

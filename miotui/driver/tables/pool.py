@@ -85,18 +85,18 @@ POOL = Subcommand(
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("1.7", "2.2", "miopenPoolingForward/Backward: ./bin/MIOpenDriver pool|poolfp16 (2.0+: Command prefix)",
      ("-n", "-c", "-H", "-W", "-y", "-x", "-p", "-q", "-u", "-v", "-m", "-t")),
-    ("2.3", "2.17", "Pooling_logging_cmd: pool|poolfp16 [-d 3] -M -n -c [-D] -H -W [-Z] -y -x [-o] -p -q [-s] "
-     "-v -u -m -F 1|2 -t 1",
+    ("2.3", "2.17", ("Pooling_logging_cmd: pool|poolfp16 [-d 3] -M -n -c [-D] -H -W [-Z] -y -x [-o] -p -q [-s] "
+     "-v -u -m -F 1|2 -t 1"),
      ("-d", "-M", "-n", "-c", "-D", "-H", "-W", "-Z", "-y", "-x", "-o", "-p", "-q", "-s", "-v", "-u", "-m",
       "-F", "-t")),
-    ("2.18", "", "pool|poolfp16 (newest also poolbfp16) -M --input NxCx[D]xHxW,strides [-Z] -y -x [-o] -p -q "
-     "[-s] -v -u -m -F 1|0 -t 1",
+    ("2.18", "", ("pool|poolfp16 (newest also poolbfp16) -M --input NxCx[D]xHxW,strides [-Z] -y -x [-o] -p -q "
+     "[-s] -v -u -m -F 1|0 -t 1"),
      ("-M", "--input", "-Z", "-y", "-x", "-o", "-p", "-q", "-s", "-v", "-u", "-m", "-F", "-t")),
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = (
-    ("2.16", "2.17", "-n", "the 5.1/5.2 driver has no -n/-c (tensor flags instead): 'Input Flag: n Not Found' "
-     "(MIOpen#1647)"),
+    ("2.16", "2.17", "-n", ("the 5.1/5.2 driver has no -n/-c (tensor flags instead): 'Input Flag: n Not Found' "
+     "(MIOpen#1647)")),
     ("2.16", "2.17", "-c", "as -n"),
     ("2.16", "2.17", "-d", "-d was dropped with the tensor flags"),
     ("2.16", "2.17", "-D", "now the input-gradient tensor, not the depth"),

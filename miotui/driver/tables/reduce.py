@@ -52,8 +52,8 @@ REDUCE = Subcommand(
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("2.12", "", "LogCmdRedux: reduce|reducefp16|reducefp64(2.14+)|reduceint8|reducebfp16 (3.1+ also reducefp, "
-     "reduceint, reducefp8, reducebfp8) -A -B -C -D d0,d1,... -I -N -O -R dims",
+    ("2.12", "", ("LogCmdRedux: reduce|reducefp16|reducefp64(2.14+)|reduceint8|reducebfp16 (3.1+ also reducefp, "
+     "reduceint, reducefp8, reducebfp8) -A -B -C -D d0,d1,... -I -N -O -R dims"),
      ("-A", "-B", "-C", "-D", "-I", "-N", "-O", "-R")),
 )
 

@@ -39,8 +39,8 @@ REDUCECALCULATION = Subcommand(
 )
 
 LOGGED_FLAGS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
-    ("3.3", "", "LogCmdReduceCalculation: reducecalculationfp16|fp32|bfp16 -F -n <nan> -R -O (input shape "
-     "computed but never printed)", ("-F", "-n", "-R", "-O")),
+    ("3.3", "", ("LogCmdReduceCalculation: reducecalculationfp16|fp32|bfp16 -F -n <nan> -R -O (input shape "
+     "computed but never printed)"), ("-F", "-n", "-R", "-O")),
 )
 
 LOGGING_DEFECTS: tuple[tuple[str, str, str, str], ...] = (

@@ -127,8 +127,8 @@ LOGGED_FLAGS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("3.0", "", "adds -q (padding)", _RNN_TOKENS + ("-q", "-F", "-U", "-P", "-L", "-M")),
     ),
     "rnn_seq": (
-        ("3.0", "", "LogCmdRNN (seq overload): rnn_seq|rnn_seqfp16 -n -W -H -l -b -m -p -r -k -K -a -I -c -F "
-         "-t 1 -w 1 [-U 1 -P -L -M]",
+        ("3.0", "", ("LogCmdRNN (seq overload): rnn_seq|rnn_seqfp16 -n -W -H -l -b -m -p -r -k -K -a -I -c -F "
+         "-t 1 -w 1 [-U 1 -P -L -M]"),
          ("-n", "-W", "-H", "-l", "-b", "-m", "-p", "-r", "-k", "-K", "-a", "-I", "-c", "-F", "-t", "-w", "-U",
           "-P", "-L", "-M")),
     ),
