@@ -254,8 +254,21 @@ def test_fusion_activation_flags_round_trip():
     default = parse_driver_command(command.replace(" -m 8 -A 0.25", "")).problems[0]
     assert default.activ_mode == 3 and "-m" not in to_driver_command(default).split()
     # a plan without an activation (conv+bias) ignores the flags
-    (cb,) = parse_driver_command(command.replace("-F 4", "-F 6")).problems
+    assert " -J 4 " in command                       # today's driver takes the fusion mode as -J
+    (cb,) = parse_driver_command(command.replace("-J 4", "-J 6")).problems
     assert cb.activ_mode == 3 and "-m" not in to_driver_command(cb).split()
+
+
+def test_commands_are_written_for_a_driver_version():
+    """--driver-version: spellings and base names follow the target driver's era."""
+    from miotui.driver.spec import parse_version
+    (p,) = parse_driver_command("MIOpenDriver CBAInfer -F 4 -n 2 -c 8 -H 9 -W 9 -k 8").problems
+    assert to_driver_argv(p)[1:3] == ["-J", "4"]                                # today
+    assert to_driver_argv(p, parse_version("3.5.0"))[1:3] == ["-F", "4"]       # before the -J change
+    fp8 = parse_driver_command("MIOpenDriver convfp8 -n 1 -c 4 -H 8 -W 8 -k 4 -F 1").problems[0]
+    assert to_driver_argv(fp8, parse_version("3.1"))[0] == "convfp8"
+    with pytest.raises(DriverCommandError, match="convfp8"):    # no longer a base argument today
+        to_driver_argv(fp8)
 
 
 # ---------------------------------------------------------------- MITuna corpus

@@ -1,7 +1,9 @@
 """MIOpenDriver: its grammar, commands <-> problems, its output, and running it.
 
 The public names below are what the rest of miotui uses; the modules behind them are
-``commands`` (argv <-> problem), ``spec`` and ``tables`` (the driver's flags as data).
+``commands`` (argv <-> problem, one module per family), ``flags`` (reading a command's flags as
+the driver does), ``spec`` and ``tables`` (the driver's flags as data), ``shell`` (commands in
+pasted shell text) and ``output`` (the driver's stdout).
 """
 
 from miotui.driver.commands import (KNOWN_BASES, DriverCommandError, ParsedCommand, parse_driver_args,

@@ -40,11 +40,16 @@ from miotui.problems.fusion import (
     FUSION_MODES,
     FusionProblem,
 )
+from miotui.problems.norm import LAYERNORM_VARIANTS, NORM_MODES, GroupNormProblem, LayerNormProblem
+from miotui.problems.ops import REDUCE_OPS, OpProblem, ReduceProblem
+from miotui.problems.rnn import RNN_MODES, RNNProblem
 
 Problem = Union[ConvProblem, PoolProblem, BatchNormProblem, ActivationProblem, LRNProblem,
-                SoftmaxProblem, FusionProblem]
+                SoftmaxProblem, FusionProblem, RNNProblem, LayerNormProblem, GroupNormProblem, ReduceProblem,
+                OpProblem]
 PROBLEM_TYPES = (ConvProblem, PoolProblem, BatchNormProblem, ActivationProblem, LRNProblem,
-                 SoftmaxProblem, FusionProblem)
+                 SoftmaxProblem, FusionProblem, RNNProblem, LayerNormProblem, GroupNormProblem, ReduceProblem,
+                 OpProblem)
 for _cls in PROBLEM_TYPES:
     _cls.__hash__ = cached_hash  # type: ignore[method-assign]
 
@@ -52,4 +57,5 @@ __all__ = ["ACTIVATION_MODES", "BNORM_DIRECTIONS", "CONV_DIRECTIONS", "DTYPE_BYT
            "FUSION_ACTIV_MODES", "FUSION_BN_MODES", "FUSION_CONV_MODES", "FUSION_MODES", "LAYOUTS_2D", "LAYOUTS_3D",
            "PLAIN_DIRECTIONS", "PROBLEM_TYPES", "ActivationProblem", "BatchNormProblem", "ConvProblem",
            "FusionProblem", "LRNProblem", "PoolProblem", "Problem", "ProblemBase", "ProblemError", "SoftmaxProblem",
-           "default_layout"]
+           "default_layout", "LAYERNORM_VARIANTS", "NORM_MODES", "GroupNormProblem", "LayerNormProblem",
+           "REDUCE_OPS", "OpProblem", "ReduceProblem", "RNN_MODES", "RNNProblem"]

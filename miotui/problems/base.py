@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 ACTIVATION_MODES = ("PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER",
                     "CLIPPEDRELU", "LEAKYRELU", "ELU")
 
-DTYPES = ("fp32", "fp16", "bf16", "int8", "fp64", "fp8", "bf8", "unknown")
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp64": 8, "fp8": 1, "bf8": 1, "unknown": 4}
+DTYPES = ("fp32", "fp16", "bf16", "int8", "fp64", "fp8", "bf8", "int32", "unknown")
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "fp64": 8, "fp8": 1, "bf8": 1, "int32": 4, "unknown": 4}
 CONV_DIRECTIONS = ("fwd", "bwd", "wrw")
 BNORM_DIRECTIONS = ("fwd_train", "fwd_infer", "bwd")
 PLAIN_DIRECTIONS = ("fwd", "bwd")
@@ -63,10 +63,26 @@ def prod(values: tuple[int, ...]) -> int:
     return math.prod(values) if values else 1
 
 
+def check_shape(name: str, shape: tuple[int, ...], min_rank: int = 1, max_rank: int = 8) -> None:
+    """A tensor's lengths: a tuple of min_rank..max_rank positive integers."""
+    check(isinstance(shape, tuple) and min_rank <= len(shape) <= max_rank,
+          f"{name} must have {min_rank} to {max_rank} lengths, got {shape!r}")
+    for v in shape:
+        check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
+              f"{name} lengths must be positive integers, got {shape!r}")
+
+
+def check_finite(name: str, value: float) -> None:
+    check(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+          f"{name} must be a finite number, got {value!r}")
+
+
 class ProblemBase:
     """Shared behaviour; each subclass is a frozen dataclass."""
 
     op: ClassVar[str] = ""
+    #: bounded by memory traffic rather than arithmetic (a rate in GB/s says more than GFLOP/s)
+    memory_bound: ClassVar[bool] = True
 
     @property
     def key(self) -> str:

@@ -27,6 +27,7 @@ class ConvProblem(ProblemBase):
     """
 
     op: ClassVar[str] = "conv"
+    memory_bound: ClassVar[bool] = False
     direction: str
     dtype: str
     n: int

@@ -8,7 +8,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Union
 
-from miotui.problems.base import ACTIVATION_MODES, ProblemBase, check, check_common, check_positive, check_spatial, prod
+from miotui.problems.base import (
+    ACTIVATION_MODES,
+    ProblemBase,
+    check,
+    check_common,
+    check_layout,
+    check_positive,
+    check_spatial,
+    default_layout,
+    prod,
+)
 from miotui.problems.conv import ConvProblem
 
 #: CBAInfer fusion modes (driver ``-F``): which ops the fused plan holds.
@@ -28,6 +38,7 @@ class FusionProblem(ProblemBase):
     """A CBAInfer fusion plan (inference only). Conv fields are unused (empty) in mode 2."""
 
     op: ClassVar[str] = "fusion"
+    memory_bound: ClassVar[bool] = False
     fusion_mode: int
     dtype: str
     n: int
@@ -46,6 +57,9 @@ class FusionProblem(ProblemBase):
     activ_alpha: float = 1.0
     activ_beta: float = 0.0
     activ_gamma: float = 1.0
+    #: the input layout (the newest driver's 3-D and NHWC plans); NC(D)HW by default
+    layout: str = ""
+    pad_mode: str = "default"
 
     def __post_init__(self) -> None:
         check(self.fusion_mode in FUSION_MODES, f"fusion mode must be 0..6, got {self.fusion_mode!r}")
@@ -61,15 +75,19 @@ class FusionProblem(ProblemBase):
         check_common("fusion", self.direction, ("fwd",), self.dtype)
         check_positive("n", self.n)
         check_positive("c", self.c)
-        check_spatial("in_spatial", self.in_spatial, 2, 1)
+        nd = len(self.in_spatial) if isinstance(self.in_spatial, tuple) else -1
+        check(nd in (2, 3), f"a fusion plan must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
+        check_spatial("in_spatial", self.in_spatial, nd, 1)
+        if not self.layout:
+            object.__setattr__(self, "layout", default_layout(nd))
+        check_layout(self.layout, nd)
+        check(self.pad_mode in ("default", "same", "valid"), "pad_mode must be default, same or valid")
         if self.fusion_mode not in FUSION_BN_MODES:
             object.__setattr__(self, "bn_mode", "none")  # the plan has no batch norm
         check(self.bn_mode in ("spatial", "per_activation", "none"),
                "bn_mode must be spatial or per_activation")
         if self.has_conv:
             _ = self.conv  # validates the convolution part
-
-    layout: ClassVar[str] = "NCHW"
 
     @property
     def has_conv(self) -> bool:
@@ -79,7 +97,8 @@ class FusionProblem(ProblemBase):
     def conv(self) -> ConvProblem:
         check(self.has_conv, f"fusion mode {self.fusion_mode} has no convolution")
         return ConvProblem("fwd", self.dtype, self.n, self.c, self.k, self.in_spatial, self.filter,
-                           self.pads, self.strides, self.dilations, self.groups)
+                           self.pads, self.strides, self.dilations, self.groups, pad_mode=self.pad_mode,
+                           in_layout=self.layout, fil_layout=self.layout, out_layout=self.layout)
 
     @property
     def description(self) -> str:

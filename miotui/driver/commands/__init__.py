@@ -1,0 +1,120 @@
+"""MIOpenDriver commands <-> problems, for every subcommand miotui reads.
+
+Reading: the base argument picks the driver family (``miotui.driver.tables``), whose reader
+(one module per family here) reads the flags the way that driver does (``miotui.driver.flags``)
+and builds the problems the command names (one per direction it runs).  Writing: one writer
+per problem type spells the command for a target driver version (today's when none is asked).
+
+Log text is untrusted: every value read is validated (integers in range, whitelisted names),
+and what is written is an argv list of validated values, never a shell string.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Callable, Optional, Sequence
+
+from miotui.driver.commands import basic, bnorm, conv, fusion, pool
+from miotui.driver.commands.common import Context, ParsedCommand, Reader
+from miotui.driver.flags import DriverCommandError
+from miotui.driver.shell import find_commands
+from miotui.driver.tables import SUBCOMMANDS, subcommand_for_base
+from miotui.problems import Problem
+
+#: the modules that read and write each family (each has READERS and WRITERS; a module may
+#: also have LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why))
+FAMILY_MODULES = (conv, fusion, pool, bnorm, basic)
+
+READERS: dict[str, Reader] = {}
+WRITERS: dict[type, Callable[..., list[str]]] = {}
+LOGGED_BASES: dict[str, tuple[str, str]] = {}
+for _module in FAMILY_MODULES:
+    READERS.update(_module.READERS)
+    WRITERS.update(_module.WRITERS)
+    LOGGED_BASES.update(getattr(_module, "LOGGED_BASES", {}))
+
+#: every base argument any MIOpenDriver has had, and every misspelling MIOpen logs
+KNOWN_BASES = frozenset(b.name for sub in SUBCOMMANDS for b in sub.bases) | frozenset(LOGGED_BASES)
+
+__all__ = ["KNOWN_BASES", "DriverCommandError", "ParsedCommand", "parse_driver_args", "parse_driver_command",
+           "split_command_text", "to_driver_argv", "to_driver_command"]
+
+
+def parse_driver_args(args: Sequence[str], *, api_name: Optional[str] = None, log_fn: Optional[str] = None,
+                      version: Optional[tuple[int, ...]] = None) -> ParsedCommand:
+    """Decode MIOpenDriver arguments (the tokens after the executable).
+
+    ``api_name`` marks a MIOpen <= 1.8 ``miopenX: ./bin/MIOpenDriver`` line (the API name gives
+    the direction); ``log_fn`` marks a ``Command [LogCmd...]`` line, whose flags MIOpen always
+    prints in full and whose known defects are corrected; ``version`` reads the command as
+    that driver version would (None: any era, today's defaults).
+    """
+    if not args:
+        raise DriverCommandError("empty MIOpenDriver command")
+    ctx = Context(api_name, log_fn, version)
+    base = args[0]
+    if len(args) == 1 and ctx.logged:
+        raise DriverCommandError(f"MIOpen logged {base!r} without any flags (MIOpen 1.x does this for batch-norm "
+                                 f"backward); the layer is only in the API trace")
+    notes: tuple[str, ...] = ()
+    if base in LOGGED_BASES:
+        base, why = LOGGED_BASES[base]
+        notes = (why,)
+    sub = subcommand_for_base(base)
+    if sub is None:
+        raise DriverCommandError(f"{base!r} is not a MIOpenDriver base argument of any version")
+    reader = READERS.get(sub.family)
+    if reader is None:
+        raise DriverCommandError(f"MIOpenDriver {base}: miotui does not read {sub.family} commands")
+    parsed = reader(sub, base, list(args[1:]), ctx)
+    if notes:
+        parsed = ParsedCommand(parsed.problems, notes + parsed.warnings, parsed.base, parsed.flags)
+    return parsed
+
+
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def split_command_text(text: str) -> list[str]:
+    """Tokens after the MIOpenDriver executable in a pasted or logged command line (the first
+    command in it: see ``miotui.driver.shell`` for the shapes understood), or a bare argument
+    list that starts with a base argument."""
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ").strip()
+    found = find_commands(text)
+    if found:
+        return list(found[0].args)
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
+    while tokens and _ENV_RE.match(tokens[0]):
+        tokens = tokens[1:]
+    if tokens and tokens[0] in KNOWN_BASES:
+        return tokens
+    raise DriverCommandError("no MIOpenDriver command found")
+
+
+def parse_driver_command(text: str, **kw) -> ParsedCommand:
+    """Decode a whole command line as a user would paste it (prompt, env, exe, continuations)."""
+    return parse_driver_args(split_command_text(text), **kw)
+
+
+def to_driver_argv(problem: Problem, version: Optional[tuple[int, ...]] = None) -> list[str]:
+    """MIOpenDriver argv (base argument first, no executable) that reproduces ``problem`` on
+    the driver of ``version`` (today's when None).
+
+    Raises DriverCommandError when that driver cannot express it (a data type it has no
+    driver for, a parameter the log did not give); the value is otherwise always complete
+    and paste-able.
+    """
+    writer = WRITERS.get(type(problem))
+    if writer is None:
+        raise DriverCommandError(f"no MIOpenDriver command for {type(problem).__name__}")
+    return writer(problem, version)
+
+
+def to_driver_command(problem: Problem, executable: str = "MIOpenDriver",
+                      version: Optional[tuple[int, ...]] = None) -> str:
+    """A paste-able command line; every token is a validated number or whitelisted name."""
+    return " ".join([executable] + [shlex.quote(a) for a in to_driver_argv(problem, version)])

@@ -1,0 +1,106 @@
+"""``conv`` (and ``convfp16``, ``convbfp16``, ``convint8``, ...) <-> ``ConvProblem``."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from miotui.driver.commands.common import (Context, ParsedCommand, base_for, direction_from_api, dtype_of, make, read,
+                                       require)
+from miotui.driver.flags import DriverCommandError
+from miotui.driver.spec import Subcommand
+from miotui.driver.tables import conv as conv_table
+from miotui.problems import ConvProblem, default_layout
+
+#: -F -> the directions the driver runs
+CONV_DIRECTIONS = {1: ("fwd",), 2: ("bwd",), 4: ("wrw",), 3: ("fwd", "bwd"), 5: ("fwd", "wrw"),
+                   6: ("bwd", "wrw"), 0: ("fwd", "bwd", "wrw"), 7: ("fwd", "bwd", "wrw")}
+#: what every version of each logged form prints (``tables.conv.LOGGED_FLAGS``): a line that
+#: lacks one was cut.  MIOpen 1.2-1.6's ``miopenX:`` lines print no -m / -g.
+_COMMAND_LINE_FLAGS = "n c H W k y x p q u v l j m g F t"
+_OLD_LINE_FLAGS = "n c H W k y x p q u v l j t"
+
+
+def read_conv(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
+    f = read(sub, base, args, ctx)
+    if ctx.log_fn:
+        require(f, _COMMAND_LINE_FLAGS, "this Command line")
+    elif ctx.api_name:
+        require(f, _OLD_LINE_FLAGS, "this command line")
+    dtype = dtype_of(sub, base)[0]
+    warnings = f.warnings
+    if f.raw.get("Z", "0") not in ("0", ""):
+        warnings.append("vectorised int8x4 tensors (-Z) are not modelled; run as plain int8")
+    nd = f.int("_", 2)  # MIOpenDriver ignores --in_d & co. unless --spatial_dim 3
+    if nd not in (2, 3):
+        raise DriverCommandError("--spatial_dim must be 2 or 3")
+
+    def sp(d_key: str, h_key: str, w_key: str) -> tuple[int, ...]:
+        hw = (f.int(h_key), f.int(w_key))
+        return ((f.int(d_key),) + hw) if nd == 3 else hw
+
+    n, c, k, g = f.int("n"), f.int("c"), f.int("k"), f.int("g", 1)
+    mode = f.choice("m", ("conv", "trans", "group", "dw"), "conv")
+    if mode in ("group", "dw"):
+        warnings.append(f"legacy -m {mode} is written as -m conv with -g")
+        if mode == "dw" and not f.has("g"):
+            g = c
+        mode = "conv"
+    if mode == "trans" and ctx.log_fn:
+        if g > 1:
+            warnings.append(f"MIOpen logs K/G as -k for a grouped transposed convolution; corrected -k {k} to {k * g}")
+            k *= g
+        elif k == c:
+            warnings.append("MIOpen before ROCm 6.1 logged C as -k for transposed convolutions: if this log is "
+                            "that old, K may differ from -k")
+    pad_mode = f.choice("z", ("default", "same", "valid", "conv"), "default")
+    if pad_mode == "conv":
+        pad_mode = "default"
+    if ctx.api_name:
+        directions: tuple[str, ...] = (direction_from_api(ctx.api_name) or "fwd",)
+    else:
+        fwd_flag = f.int("F")
+        if fwd_flag not in CONV_DIRECTIONS:
+            raise DriverCommandError(f"-F {fwd_flag} is not a convolution direction (0-7)")
+        directions = CONV_DIRECTIONS[fwd_flag]
+    if ctx.log_fn and f.raw.get("S") == "0":
+        warnings.append("-S 0 (immediate mode 'fastest', not a solver id) dropped")
+    problems = tuple(make(lambda d=d: ConvProblem(
+        direction=d, dtype=dtype, n=n, c=c, k=k, in_spatial=sp("!", "H", "W"), filter=sp("@", "y", "x"),
+        pads=sp("$", "p", "q"), strides=sp("#", "u", "v"), dilations=sp("^", "l", "j"), groups=g, mode=mode,
+        trans_output_pads=sp("%", "Y", "X"), pad_mode=pad_mode, in_layout=f.layout("I", nd),
+        fil_layout=f.layout("f", nd), out_layout=f.layout("O", nd))) for d in directions)
+    return ParsedCommand(problems, tuple(warnings), base, dict(f.raw))
+
+
+def conv_geometry_argv(p: ConvProblem) -> list:
+    """The shape flags of a convolution (shared with fusion plans)."""
+    if p.ndim == 2:
+        (h, w), (y, x), (ph, pw), (sh, sw), (dh, dw) = p.in_spatial, p.filter, p.pads, p.strides, p.dilations
+        return ["-n", p.n, "-c", p.c, "-H", h, "-W", w, "-k", p.k, "-y", y, "-x", x, "-p", ph, "-q", pw,
+                "-u", sh, "-v", sw, "-l", dh, "-j", dw]
+    (d, h, w), (z, y, x) = p.in_spatial, p.filter
+    (pd, ph, pw), (sd, sh, sw), (dd, dh, dw) = p.pads, p.strides, p.dilations
+    return ["-n", p.n, "-c", p.c, "--in_d", d, "-H", h, "-W", w, "-k", p.k, "--fil_d", z, "-y", y, "-x", x,
+            "--pad_d", pd, "-p", ph, "-q", pw, "--conv_stride_d", sd, "-u", sh, "-v", sw, "--dilation_d", dd,
+            "-l", dh, "-j", dw, "--spatial_dim", 3]
+
+
+def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
+    argv = [base_for(conv_table.CONV, p.dtype, version=version)] + conv_geometry_argv(p)
+    default = default_layout(p.ndim)
+    for flag, value in (("--in_layout", p.in_layout), ("--fil_layout", p.fil_layout), ("--out_layout", p.out_layout)):
+        if value != default:
+            argv += [flag, value]
+    argv += ["-m", p.mode, "-g", p.groups]
+    if any(p.trans_output_pads):
+        if p.ndim == 3:
+            argv += ["--trans_output_pad_d", p.trans_output_pads[0]]
+        argv += ["-Y", p.trans_output_pads[-2], "-X", p.trans_output_pads[-1]]
+    if p.pad_mode != "default":
+        argv += ["-z", p.pad_mode]
+    argv += ["-F", {"fwd": 1, "bwd": 2, "wrw": 4}[p.direction]]
+    return [str(a) for a in argv]
+
+
+READERS = {"conv": read_conv}
+WRITERS = {ConvProblem: write_conv}
