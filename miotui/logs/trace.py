@@ -89,7 +89,7 @@ def api_name(header: str) -> str:
 
 # ----------------------------------------------------------------------------- params
 
-class _Params:
+class BlockParams:
     """The block's ``name = value`` pairs; lookups by any of several spellings
     (parameter names changed between versions: ``u``/``stride_h``, ``yDesc``/``ydesc``)."""
 
@@ -181,7 +181,7 @@ def _pair_key(pair: tuple[str, str]) -> Optional[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- tensors
 
-def _tensor(p: _Params, what: str, *names: str) -> TensorDesc:
+def _tensor(p: BlockParams, what: str, *names: str) -> TensorDesc:
     text = p.need(what, *names)
     try:
         t = parse_tensor(text)
@@ -194,7 +194,7 @@ def _tensor(p: _Params, what: str, *names: str) -> TensorDesc:
     return t
 
 
-def _opt_tensor(p: _Params, *names: str) -> Optional[TensorDesc]:
+def _opt_tensor(p: BlockParams, *names: str) -> Optional[TensorDesc]:
     text = p.get(*names)
     if text is None or is_null_pointer(text):
         return None
@@ -379,7 +379,7 @@ class TraceDecoder:
         #: bumped whenever remembered state that a pure block's events depend on changes
         #: (see ``is_pure``): a caller may reuse a pure block's events while it is unchanged
         self.state_version = 0
-        self._handlers: dict[str, Callable[[str, _Params], list[Event]]] = self._build_handlers()
+        self._handlers: dict[str, Callable[[str, BlockParams], list[Event]]] = self._build_handlers()
         self._cacheable: frozenset[str] = frozenset(
             list(_CONV_APIS) + list(_BN_APIS) + [
                 "miopenPoolingForward", "miopenPoolingBackward", "miopenGetPoolingForwardOutputDim",
@@ -447,10 +447,10 @@ class TraceDecoder:
         return self._run(handler, name, params)
 
     @staticmethod
-    def _run(handler: Callable[[str, _Params], list[Event]], name: str,
+    def _run(handler: Callable[[str, BlockParams], list[Event]], name: str,
              params: list[tuple[str, str]]) -> list[Event]:
         try:
-            return handler(name, _Params(params))
+            return handler(name, BlockParams(params))
         except _Fail as e:
             return [Undecoded(f"{name}: {e}")]
 
@@ -460,8 +460,8 @@ class TraceDecoder:
         if self._cache:
             self._cache.clear()
 
-    def _build_handlers(self) -> dict[str, Callable[[str, _Params], list[Event]]]:
-        h: dict[str, Callable[[str, _Params], list[Event]]] = {}
+    def _build_handlers(self) -> dict[str, Callable[[str, BlockParams], list[Event]]]:
+        h: dict[str, Callable[[str, BlockParams], list[Event]]] = {}
         for n in _CONV_APIS:
             h[n] = self._conv
         for n in _BN_APIS:
@@ -529,7 +529,7 @@ class TraceDecoder:
         if changed:
             self._state_changed()
 
-    def _set_tensor(self, name: str, p: _Params) -> list[Event]:
+    def _set_tensor(self, name: str, p: BlockParams) -> list[Event]:
         """Remember a Set*TensorDescriptor's data type (the only place it is printed, §2.4)."""
         dt = p.opt_int("dataType")
         if dt is None or dt not in DATA_TYPES:
@@ -578,7 +578,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ convolution
 
-    def _conv_desc(self, p: _Params) -> ConvDesc:
+    def _conv_desc(self, p: BlockParams) -> ConvDesc:
         text = p.need("convolution descriptor", *_CONV_DESC)
         try:
             return parse_conv(text)
@@ -627,7 +627,7 @@ class TraceDecoder:
                             f"{list(problem.output_shape)}")
         return problem  # type: ignore[return-value]
 
-    def _conv(self, name: str, p: _Params) -> list[Event]:
+    def _conv(self, name: str, p: BlockParams) -> list[Event]:
         direction, role = _CONV_APIS[name]
         xs, ws, ys = _CONV_TENSORS[direction]
         if role == "mention":
@@ -660,7 +660,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ batch norm
 
-    def _bnorm(self, name: str, p: _Params) -> list[Event]:
+    def _bnorm(self, name: str, p: BlockParams) -> list[Event]:
         direction = _BN_APIS[name]
         x = _tensor(p, "xDesc", "xDesc")
         n, c, spatial = _spatial_of(x, "xDesc")
@@ -691,7 +691,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ pooling
 
-    def _set_pool(self, name: str, p: _Params) -> list[Event]:
+    def _set_pool(self, name: str, p: BlockParams) -> list[Event]:
         mode = {0: "max", 1: "avg", 2: "avg_in"}.get(p.opt_int("mode") if p.get("mode") else -1)
         if mode is None:
             return []
@@ -707,14 +707,14 @@ class TraceDecoder:
             self._state_changed()
         return []
 
-    def _set_pool_index_mode(self, name: str, p: _Params) -> list[Event]:
+    def _set_pool_index_mode(self, name: str, p: BlockParams) -> list[Event]:
         v = p.opt_int("workspace_index")
         if v in (0, 1) and v != self._pool_index_mode:
             self._pool_index_mode = v
             self._state_changed()
         return []
 
-    def _pool(self, name: str, p: _Params) -> list[Event]:
+    def _pool(self, name: str, p: BlockParams) -> list[Event]:
         mention = "OutputDim" in name
         backward = name == "miopenPoolingBackward"
         warnings: list[str] = []
@@ -753,7 +753,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ activation
 
-    def _set_activ(self, name: str, p: _Params) -> list[Event]:
+    def _set_activ(self, name: str, p: BlockParams) -> list[Event]:
         try:
             desc = ActivDesc(p.int("mode", "mode"), p.float("alpha", "activAlpha"),
                              p.float("beta", "activBeta"), p.float("gamma", "activGamma"))
@@ -764,7 +764,7 @@ class TraceDecoder:
             self._state_changed()
         return []
 
-    def _activ_desc(self, p: _Params, warnings: list[str]) -> ActivDesc:
+    def _activ_desc(self, p: BlockParams, warnings: list[str]) -> ActivDesc:
         text = p.get("activDesc", "activationDesc")
         if text is not None:
             try:
@@ -776,7 +776,7 @@ class TraceDecoder:
         warnings.append("activation descriptor taken from the last miopenSetActivationDescriptor")
         return self._last_activ
 
-    def _activ(self, name: str, p: _Params) -> list[Event]:
+    def _activ(self, name: str, p: BlockParams) -> list[Event]:
         backward = name.endswith("Backward")
         warnings: list[str] = []
         desc = self._activ_desc(p, warnings)
@@ -790,7 +790,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ LRN
 
-    def _set_lrn(self, name: str, p: _Params) -> list[Event]:
+    def _set_lrn(self, name: str, p: BlockParams) -> list[Event]:
         try:
             mode = {0: "within", 1: "cross"}.get(p.int("mode", "mode"))
             if mode is None:
@@ -804,7 +804,7 @@ class TraceDecoder:
             self._state_changed()
         return []
 
-    def _lrn(self, name: str, p: _Params) -> list[Event]:
+    def _lrn(self, name: str, p: BlockParams) -> list[Event]:
         backward = name.endswith("Backward")
         warnings: list[str] = []
         desc: Optional[LRNDesc] = None
@@ -830,7 +830,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ softmax
 
-    def _softmax(self, name: str, p: _Params) -> list[Event]:
+    def _softmax(self, name: str, p: BlockParams) -> list[Event]:
         backward = "Backward" in name
         warnings: list[str] = []
         # LogCmdSoftmax describes backward by dxDesc and forward by xDesc.
@@ -847,12 +847,12 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ fusion
 
-    def _fusion_create(self, name: str, p: _Params) -> list[Event]:
+    def _fusion_create(self, name: str, p: BlockParams) -> list[Event]:
         self._plan = _Plan(_opt_tensor(p, "inputDesc"))
         self._plans.append(self._plan)
         return []
 
-    def _fusion_op(self, name: str, p: _Params) -> list[Event]:
+    def _fusion_op(self, name: str, p: BlockParams) -> list[Event]:
         plan = self._plan
         if plan is None:
             plan = self._plan = _Plan(None)
@@ -878,7 +878,7 @@ class TraceDecoder:
                 plan.activ = replace(plan.activ, mode=m)
         return []
 
-    def _fusion_activ_args(self, name: str, p: _Params) -> list[Event]:
+    def _fusion_activ_args(self, name: str, p: BlockParams) -> list[Event]:
         """miopenSetOpArgsActivForward: the coefficients of the plan's activation.  The
         op handle is not tied to a plan in the log; the latest plan with an activation
         is the one being set up (MIOpen's own tests and drivers do one plan at a time)."""
@@ -914,7 +914,7 @@ class TraceDecoder:
         return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode,
                                               **_activ_fields(plan.activ)))  # type: ignore
 
-    def _fusion_compile(self, name: str, p: _Params) -> list[Event]:
+    def _fusion_compile(self, name: str, p: BlockParams) -> list[Event]:
         plan = self._plan
         if plan is None or plan.input is None:
             return []
@@ -925,7 +925,7 @@ class TraceDecoder:
             return []  # compiling an unsupported plan is not a layer we can describe
         return [Sighting(problem, "mention", SOURCE, tuple(warnings))]
 
-    def _fusion_execute(self, name: str, p: _Params) -> list[Event]:
+    def _fusion_execute(self, name: str, p: BlockParams) -> list[Event]:
         x = _tensor(p, "inputDesc", "inputDesc")
         y = _opt_tensor(p, "outputDesc")
         warnings: list[str] = []
@@ -949,7 +949,7 @@ class TraceDecoder:
                 return [Sighting(problem, "execution", SOURCE, tuple(warnings + w))]
         raise _Fail(failure or "no matching fusion plan")
 
-    def _cba(self, name: str, p: _Params) -> list[Event]:
+    def _cba(self, name: str, p: BlockParams) -> list[Event]:
         """miopenConvolutionBiasActivationForward: a conv+bias+activation fusion (-F 4)."""
         x, w = _tensor(p, "xDesc", "xDesc"), _tensor(p, "wDesc", "wDesc")
         conv = self._conv_desc(p)
@@ -969,7 +969,7 @@ class TraceDecoder:
 
     # ------------------------------------------------------------------ Find 2.0
 
-    def _f2_create(self, name: str, p: _Params) -> list[Event]:
+    def _f2_create(self, name: str, p: BlockParams) -> list[Event]:
         """miopenCreate*Problem prints the *old* value of the output handle, so the new
         problem's address is learnt from the next miopenSetProblemTensorDescriptor."""
         direction = p.opt_int("direction")
@@ -997,7 +997,7 @@ class TraceDecoder:
             self._f2_problems[addr] = prob
         return prob
 
-    def _f2_set_tensor(self, name: str, p: _Params) -> list[Event]:
+    def _f2_set_tensor(self, name: str, p: BlockParams) -> list[Event]:
         prob = self._f2_lookup(p.get("problem"), create=True)
         tag = _TENSOR_ARG_IDS.get(p.opt_int("id") if p.get("id") else -1)
         desc = _opt_tensor(p, "descriptor")
@@ -1005,7 +1005,7 @@ class TraceDecoder:
             prob.tensors[tag] = desc
         return []
 
-    def _f2_destroy(self, name: str, p: _Params) -> list[Event]:
+    def _f2_destroy(self, name: str, p: BlockParams) -> list[Event]:
         addr = p.get("problem")
         if addr:
             self._f2_problems.pop(addr, None)
@@ -1037,7 +1037,7 @@ class TraceDecoder:
                                                      d.mode, d.alpha, d.beta, d.gamma))
         return Sighting(problem, role, SOURCE, tuple(warnings))
 
-    def _f2_find(self, name: str, p: _Params) -> list[Event]:
+    def _f2_find(self, name: str, p: BlockParams) -> list[Event]:
         addr = p.get("problem")
         prob = self._f2_lookup(addr, create=False)
         if prob is None:
@@ -1046,7 +1046,7 @@ class TraceDecoder:
         self._f2_last_found = prob
         return [self._f2_event(prob, "find", dict(prob.tensors), [])]
 
-    def _f2_solution_seen(self, name: str, p: _Params) -> list[Event]:
+    def _f2_solution_seen(self, name: str, p: BlockParams) -> list[Event]:
         """Solutions are printed by address only: one queried right after a Find belongs to it."""
         addr = p.get("solution")
         if addr and self._f2_last_found is not None and addr not in self._f2_solutions:
@@ -1055,7 +1055,7 @@ class TraceDecoder:
             self._f2_solutions[addr] = self._f2_last_found
         return []
 
-    def _f2_run(self, name: str, p: _Params) -> list[Event]:
+    def _f2_run(self, name: str, p: BlockParams) -> list[Event]:
         addr = p.get("solution")
         args: tuple[TensorArg, ...] = ()
         text = p.get("tensors_vector")
