@@ -57,7 +57,7 @@ _DTYPE_MEMORY = 4096
 _BLOCK_CACHE = 8192
 
 
-class _Fail(Exception):
+class BlockError(Exception):
     """Raised inside a handler: the block is a modelled op that cannot be decoded."""
 
 
@@ -122,7 +122,7 @@ class BlockParams:
     def need(self, what: str, *names: str) -> str:
         v = self.get(*names)
         if v is None:
-            raise _Fail(f"no {what} ({' / '.join(names)}) in the block")
+            raise BlockError(f"no {what} ({' / '.join(names)}) in the block")
         return v
 
     def int(self, what: str, *names: str) -> int:
@@ -130,7 +130,7 @@ class BlockParams:
         try:
             return int(v, 10)
         except ValueError:
-            raise _Fail(f"{what} is not an integer: {v[:40]!r}") from None
+            raise BlockError(f"{what} is not an integer: {v[:40]!r}") from None
 
     def opt_int(self, *names: str) -> Optional[int]:
         v = self.get(*names)
@@ -146,7 +146,7 @@ class BlockParams:
         try:
             return parse_number(v)
         except DescriptorError:
-            raise _Fail(f"{what} is not a number: {v[:40]!r}") from None
+            raise BlockError(f"{what} is not a number: {v[:40]!r}") from None
 
     def nonnull(self, *names: str) -> bool:
         """True when the pointer argument is present and not null."""
@@ -181,20 +181,20 @@ def _pair_key(pair: tuple[str, str]) -> Optional[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- tensors
 
-def _tensor(p: BlockParams, what: str, *names: str) -> TensorDesc:
+def need_tensor(p: BlockParams, what: str, *names: str) -> TensorDesc:
     text = p.need(what, *names)
     try:
         t = parse_tensor(text)
     except DescriptorError as e:
-        raise _Fail(f"{what}: {e}") from None
+        raise BlockError(f"{what}: {e}") from None
     if not t.lens:
-        raise _Fail(f"{what} is an empty (unset) tensor descriptor")
+        raise BlockError(f"{what} is an empty (unset) tensor descriptor")
     if any(v <= 0 for v in t.lens):
-        raise _Fail(f"{what} has a non-positive length: {t.lens}")
+        raise BlockError(f"{what} has a non-positive length: {t.lens}")
     return t
 
 
-def _opt_tensor(p: BlockParams, *names: str) -> Optional[TensorDesc]:
+def opt_tensor(p: BlockParams, *names: str) -> Optional[TensorDesc]:
     text = p.get(*names)
     if text is None or is_null_pointer(text):
         return None
@@ -231,7 +231,7 @@ def _cast_warning(t: Optional[TensorDesc], what: str, warnings: list[str]) -> No
 def _spatial_of(t: TensorDesc, what: str) -> tuple[int, int, tuple[int, ...]]:
     """N, C and (D,)H,W of a 4-D or 5-D tensor."""
     if t.rank not in (4, 5):
-        raise _Fail(f"{what} has {t.rank} dimensions; expected 4 or 5")
+        raise BlockError(f"{what} has {t.rank} dimensions; expected 4 or 5")
     return t.lens[0], t.lens[1], t.lens[2:]
 
 
@@ -248,16 +248,16 @@ def _nchw_2d(t: TensorDesc, what: str, warnings: list[str]) -> tuple[int, int, t
         padded = tuple(lens) + (1,) * (4 - len(lens))
         warnings.append(f"{what} is {len(lens)}-D {list(lens)}; read as {list(padded)}")
         return padded[0], padded[1], (padded[2], padded[3])
-    raise _Fail(f"{what} has {len(lens)} dimensions")
+    raise BlockError(f"{what} has {len(lens)} dimensions")
 
 
-def _problem(make: Callable[[], Problem]) -> Problem:
+def make_problem(make: Callable[[], Problem]) -> Problem:
     try:
         return make()
     except ProblemError as e:
-        raise _Fail(str(e)) from None
+        raise BlockError(str(e)) from None
     except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
-        raise _Fail(f"values do not form a valid problem: {e}") from None
+        raise BlockError(f"values do not form a valid problem: {e}") from None
 
 
 # ----------------------------------------------------------------------------- op tables
@@ -451,7 +451,7 @@ class TraceDecoder:
              params: list[tuple[str, str]]) -> list[Event]:
         try:
             return handler(name, BlockParams(params))
-        except _Fail as e:
+        except BlockError as e:
             return [Undecoded(f"{name}: {e}")]
 
     def _state_changed(self) -> None:
@@ -555,14 +555,14 @@ class TraceDecoder:
                 lens = parse_int_vector(dims)
                 s = parse_int_vector(strd) if strd is not None else ()
                 strides = s if s else packed_strides(lens)
-        except (_Fail, DescriptorError):
+        except (BlockError, DescriptorError):
             return []
         if not lens or any(v <= 0 for v in lens) or (strides is not None and len(strides) != len(lens)):
             return []
         self._remember(tuple(lens), tuple(strides) if strides is not None else None, dtype)
         return []
 
-    def _dtype(self, primary: Optional[TensorDesc], others: Iterable[Optional[TensorDesc]],
+    def infer_dtype(self, primary: Optional[TensorDesc], others: Iterable[Optional[TensorDesc]],
                warnings: list[str]) -> str:
         """The op's data type: the primary tensor's remembered type, else another of its
         tensors', else fp32 with a warning saying it was guessed."""
@@ -583,20 +583,20 @@ class TraceDecoder:
         try:
             return parse_conv(text)
         except DescriptorError as e:
-            raise _Fail(f"convDesc: {e}") from None
+            raise BlockError(f"convDesc: {e}") from None
 
     def _conv_problem(self, direction: str, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
                       y: Optional[TensorDesc], warnings: list[str], dtype: str = "") -> ConvProblem:
         """A ConvProblem exactly as MIOpen's Command line describes the call (§3.2)."""
         nd = conv.spatial_dim
         if nd not in (2, 3):
-            raise _Fail(f"conv{nd}d is not a 2-D or 3-D convolution")
+            raise BlockError(f"conv{nd}d is not a 2-D or 3-D convolution")
         xn = {"fwd": "xDesc", "bwd": "dxDesc", "wrw": "xDesc"}[direction]
         wn = "dwDesc" if direction == "wrw" else "wDesc"
         yn = "yDesc" if direction == "fwd" else "dyDesc"
         for t, what in ((x, xn), (w, wn)):
             if t.rank != nd + 2:
-                raise _Fail(f"{what} has {t.rank} dimensions but the descriptor is conv{nd}d")
+                raise BlockError(f"{what} has {t.rank} dimensions but the descriptor is conv{nd}d")
         groups = conv.groups
         if conv.legacy_mode == "miopenDepthwise" and groups <= 1:
             groups = x.lens[1]
@@ -616,8 +616,8 @@ class TraceDecoder:
         for t, what in ((x, xn), (w, wn), (y, yn)):
             _cast_warning(t, what, warnings)
         if not dtype:
-            dtype = self._dtype(x, (w, y), warnings)
-        problem = _problem(lambda: ConvProblem(
+            dtype = self.infer_dtype(x, (w, y), warnings)
+        problem = make_problem(lambda: ConvProblem(
             direction=direction, dtype=dtype, n=x.lens[0], c=c, k=k, in_spatial=x.lens[2:],
             filter=w.lens[2:], pads=conv.pads, strides=conv.strides, dilations=conv.dilations,
             groups=groups, mode=conv.mode, trans_output_pads=conv.trans_output_pads or (0,) * nd,
@@ -635,14 +635,14 @@ class TraceDecoder:
             if p.get(*xs) is None or p.get(*ws) is None or p.get(*_CONV_DESC) is None:
                 return []
             try:
-                x, w = _tensor(p, xs[0], *xs), _tensor(p, ws[0], *ws)
+                x, w = need_tensor(p, xs[0], *xs), need_tensor(p, ws[0], *ws)
                 conv = self._conv_desc(p)
-            except _Fail:
+            except BlockError:
                 return []
         else:
-            x, w = _tensor(p, xs[0], *xs), _tensor(p, ws[0], *ws)
+            x, w = need_tensor(p, xs[0], *xs), need_tensor(p, ws[0], *ws)
             conv = self._conv_desc(p)
-        y = _opt_tensor(p, *ys)
+        y = opt_tensor(p, *ys)
         warnings: list[str] = []
         problem = self._conv_problem(direction, x, w, conv, y, warnings)
         annotations: list[tuple[str, str]] = []
@@ -662,16 +662,16 @@ class TraceDecoder:
 
     def _bnorm(self, name: str, p: BlockParams) -> list[Event]:
         direction = _BN_APIS[name]
-        x = _tensor(p, "xDesc", "xDesc")
+        x = need_tensor(p, "xDesc", "xDesc")
         n, c, spatial = _spatial_of(x, "xDesc")
         mode_int = p.int("bn_mode", "bn_mode")
         mode = {0: "per_activation", 1: "spatial"}.get(mode_int)
         if mode is None:
-            raise _Fail(f"bn_mode {mode_int} is not 0 (per-activation) or 1 (spatial)")
+            raise BlockError(f"bn_mode {mode_int} is not 0 (per-activation) or 1 (spatial)")
         warnings: list[str] = []
-        others = [_opt_tensor(p, "yDesc"), _opt_tensor(p, "dyDesc"), _opt_tensor(p, "dxDesc")]
-        dtype = self._dtype(x, others, warnings)
-        param_desc = _opt_tensor(p, "estMeanDesc", "savedMeanDesc", "bnScaleBiasMeanVarDesc",
+        others = [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc"), opt_tensor(p, "dxDesc")]
+        dtype = self.infer_dtype(x, others, warnings)
+        param_desc = opt_tensor(p, "estMeanDesc", "savedMeanDesc", "bnScaleBiasMeanVarDesc",
                                  "bnScaleBiasDiffDesc", "scaleDesc")
         param_dtype = (self.dtype_of(param_desc) if param_desc is not None else None) or dtype
         # Driver meaning (§3.4): -s = saved mean/inv-variance, -r = running mean/variance.
@@ -685,7 +685,7 @@ class TraceDecoder:
             running = False
             save = p.nonnull("savedMean") and p.nonnull("savedInvVariance")
         layout = _layout(x, len(spatial), "xDesc", warnings)
-        problem = _problem(lambda: BatchNormProblem(direction, dtype, n, c, spatial, mode, layout, save,
+        problem = make_problem(lambda: BatchNormProblem(direction, dtype, n, c, spatial, mode, layout, save,
                                                     running, param_dtype))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
 
@@ -699,7 +699,7 @@ class TraceDecoder:
             win = (p.int("window", "windowHeight"), p.int("window", "windowWidth"))
             pads = (p.int("pad", "pad_h"), p.int("pad", "pad_w"))
             strides = (p.int("stride", "stride_h", "u"), p.int("stride", "stride_w", "v"))
-        except _Fail:
+        except BlockError:
             return []
         desc = PoolDesc(mode, win, pads, strides)
         if desc != self._last_pool:
@@ -729,24 +729,24 @@ class TraceDecoder:
             if self._last_pool is None:
                 if mention:
                     return []
-                raise _Fail("poolDesc not readable and no earlier miopenSet2dPoolingDescriptor")
+                raise BlockError("poolDesc not readable and no earlier miopenSet2dPoolingDescriptor")
             desc = self._last_pool
             warnings.append("pooling descriptor taken from the last miopenSet2dPoolingDescriptor")
         if mention:
-            x = _opt_tensor(p, "tensorDesc")
+            x = opt_tensor(p, "tensorDesc")
             if x is None:
                 return []
         elif backward:
-            x = _tensor(p, "xDesc", "xDesc", "dxDesc")
+            x = need_tensor(p, "xDesc", "xDesc", "dxDesc")
         else:
-            x = _tensor(p, "xDesc", "xDesc")
+            x = need_tensor(p, "xDesc", "xDesc")
         n, c, spatial = _spatial_of(x, "xDesc")
         if len(desc.window) != len(spatial):
-            raise _Fail(f"{len(desc.window)}-D pooling window on a {x.rank}-D tensor")
-        others = [_opt_tensor(p, "yDesc"), _opt_tensor(p, "dyDesc"), _opt_tensor(p, "dxDesc")]
-        dtype = self._dtype(x, others, warnings)
+            raise BlockError(f"{len(desc.window)}-D pooling window on a {x.rank}-D tensor")
+        others = [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc"), opt_tensor(p, "dxDesc")]
+        dtype = self.infer_dtype(x, others, warnings)
         layout = _layout(x, len(spatial), "xDesc", warnings)
-        problem = _problem(lambda: PoolProblem("bwd" if backward else "fwd", dtype, n, c, spatial,
+        problem = make_problem(lambda: PoolProblem("bwd" if backward else "fwd", dtype, n, c, spatial,
                                                desc.window, desc.pads, desc.strides, desc.mode, layout,
                                                self._pool_index_mode))
         return [Sighting(problem, "mention" if mention else "execution", SOURCE, tuple(warnings))]
@@ -757,7 +757,7 @@ class TraceDecoder:
         try:
             desc = ActivDesc(p.int("mode", "mode"), p.float("alpha", "activAlpha"),
                              p.float("beta", "activBeta"), p.float("gamma", "activGamma"))
-        except _Fail:
+        except BlockError:
             return []
         if desc != self._last_activ:
             self._last_activ = desc
@@ -772,7 +772,7 @@ class TraceDecoder:
             except DescriptorError:
                 pass
         if self._last_activ is None:
-            raise _Fail("activDesc not readable and no earlier miopenSetActivationDescriptor")
+            raise BlockError("activDesc not readable and no earlier miopenSetActivationDescriptor")
         warnings.append("activation descriptor taken from the last miopenSetActivationDescriptor")
         return self._last_activ
 
@@ -780,11 +780,11 @@ class TraceDecoder:
         backward = name.endswith("Backward")
         warnings: list[str] = []
         desc = self._activ_desc(p, warnings)
-        x = _tensor(p, "xDesc", "xDesc") if not backward else _tensor(p, "xDesc", "xDesc", "dxDesc")
+        x = need_tensor(p, "xDesc", "xDesc") if not backward else need_tensor(p, "xDesc", "xDesc", "dxDesc")
         n, c, hw = _nchw_2d(x, "xDesc", warnings)
-        dtype = self._dtype(x, [_opt_tensor(p, "yDesc"), _opt_tensor(p, "dyDesc")], warnings)
+        dtype = self.infer_dtype(x, [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc")], warnings)
         layout = _layout(x, 2, "xDesc", warnings) if x.rank == 4 else "NCHW"
-        problem = _problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
+        problem = make_problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
                                                      desc.mode, desc.alpha, desc.beta, desc.gamma, layout))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
 
@@ -797,7 +797,7 @@ class TraceDecoder:
                 return []
             desc = LRNDesc(mode, p.int("lrnN", "lrnN"), p.float("alpha", "lrnAlpha"),
                            p.float("beta", "lrnBeta"), p.float("K", "lrnK"))
-        except _Fail:
+        except BlockError:
             return []
         if desc != self._last_lrn:
             self._last_lrn = desc
@@ -816,15 +816,15 @@ class TraceDecoder:
                 desc = None
         if desc is None:
             if self._last_lrn is None:
-                raise _Fail("lrnDesc not readable and no earlier miopenSetLRNDescriptor")
+                raise BlockError("lrnDesc not readable and no earlier miopenSetLRNDescriptor")
             desc = self._last_lrn
             warnings.append("LRN descriptor taken from the last miopenSetLRNDescriptor")
-        x = _tensor(p, "xDesc", "xDesc")
+        x = need_tensor(p, "xDesc", "xDesc")
         if x.rank != 4:
-            raise _Fail(f"LRN needs a 4-D xDesc, got {x.rank}-D")
+            raise BlockError(f"LRN needs a 4-D xDesc, got {x.rank}-D")
         _layout(x, 2, "xDesc", warnings)
-        dtype = self._dtype(x, [_opt_tensor(p, "yDesc")], warnings)
-        problem = _problem(lambda: LRNProblem("bwd" if backward else "fwd", dtype, x.lens[0], x.lens[1],
+        dtype = self.infer_dtype(x, [opt_tensor(p, "yDesc")], warnings)
+        problem = make_problem(lambda: LRNProblem("bwd" if backward else "fwd", dtype, x.lens[0], x.lens[1],
                                               x.lens[2:], desc.mode, desc.n, desc.alpha, desc.beta, desc.k))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
 
@@ -834,21 +834,21 @@ class TraceDecoder:
         backward = "Backward" in name
         warnings: list[str] = []
         # LogCmdSoftmax describes backward by dxDesc and forward by xDesc.
-        x = _tensor(p, "dxDesc", "dxDesc", "yDesc") if backward else _tensor(p, "xDesc", "xDesc")
+        x = need_tensor(p, "dxDesc", "dxDesc", "yDesc") if backward else need_tensor(p, "xDesc", "xDesc")
         n, c, hw = _nchw_2d(x, "dxDesc" if backward else "xDesc", warnings)
         if name.endswith("_V2"):
             algorithm, mode = p.int("algorithm", "algorithm"), p.int("mode", "mode")
         else:  # the legacy API always runs accurate, per-channel
             algorithm, mode = 1, 1
-        dtype = self._dtype(x, [_opt_tensor(p, "yDesc"), _opt_tensor(p, "dyDesc")], warnings)
-        problem = _problem(lambda: SoftmaxProblem("bwd" if backward else "fwd", dtype, n, c, hw,
+        dtype = self.infer_dtype(x, [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc")], warnings)
+        problem = make_problem(lambda: SoftmaxProblem("bwd" if backward else "fwd", dtype, n, c, hw,
                                                   algorithm, mode))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
 
     # ------------------------------------------------------------------ fusion
 
     def _fusion_create(self, name: str, p: BlockParams) -> list[Event]:
-        self._plan = _Plan(_opt_tensor(p, "inputDesc"))
+        self._plan = _Plan(opt_tensor(p, "inputDesc"))
         self._plans.append(self._plan)
         return []
 
@@ -862,9 +862,9 @@ class TraceDecoder:
         if kind == "conv":
             try:
                 plan.conv = self._conv_desc(p)
-            except _Fail:
+            except BlockError:
                 plan.conv = None
-            plan.weights = _opt_tensor(p, "wDesc")
+            plan.weights = opt_tensor(p, "wDesc")
         elif kind.startswith("bn"):
             m = p.opt_int("bn_mode")
             if m in (0, 1):
@@ -888,7 +888,7 @@ class TraceDecoder:
         try:
             plan.activ = replace(plan.activ, alpha=p.float("activAlpha", "activAlpha"),
                                  beta=p.float("activBeta", "activBeta"), gamma=p.float("activGamma", "activGamma"))
-        except _Fail:
+        except BlockError:
             pass
         return []
 
@@ -896,22 +896,22 @@ class TraceDecoder:
                         y: Optional[TensorDesc] = None) -> FusionProblem:
         mode = _FUSION_MODES.get(tuple(plan.ops))
         if mode is None:
-            raise _Fail(f"fusion plan {'+'.join(plan.ops) or '(empty)'} is not a CBAInfer mode")
+            raise BlockError(f"fusion plan {'+'.join(plan.ops) or '(empty)'} is not a CBAInfer mode")
         if x.rank != 4:
-            raise _Fail(f"fusion input has {x.rank} dimensions; CBAInfer is 2-D only")
+            raise BlockError(f"fusion input has {x.rank} dimensions; CBAInfer is 2-D only")
         n, c, hw = x.lens[0], x.lens[1], x.lens[2:]
-        dtype = self._dtype(x, [y, plan.weights], warnings)
+        dtype = self.infer_dtype(x, [y, plan.weights], warnings)
         if mode in (0, 1, 3, 4, 5, 6):
             if plan.conv is None or plan.weights is None:
-                raise _Fail("fusion plan's convolution descriptor or weights were not readable")
+                raise BlockError("fusion plan's convolution descriptor or weights were not readable")
             cp = self._conv_problem("fwd", x, plan.weights, plan.conv, y, warnings, dtype)
             if cp.mode != "conv" or cp.ndim != 2:
-                raise _Fail("CBAInfer fusion needs a plain 2-D convolution")
-            return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, k=cp.k, filter=cp.filter,
+                raise BlockError("CBAInfer fusion needs a plain 2-D convolution")
+            return make_problem(lambda: FusionProblem(mode, dtype, n, c, hw, k=cp.k, filter=cp.filter,
                                                   pads=cp.pads, strides=cp.strides, dilations=cp.dilations,
                                                   groups=cp.groups, bn_mode=plan.bn_mode,
                                                   **_activ_fields(plan.activ)))  # type: ignore
-        return _problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode,
+        return make_problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode,
                                               **_activ_fields(plan.activ)))  # type: ignore
 
     def _fusion_compile(self, name: str, p: BlockParams) -> list[Event]:
@@ -921,20 +921,20 @@ class TraceDecoder:
         warnings: list[str] = []
         try:
             problem = self._fusion_problem(plan, plan.input, warnings)
-        except _Fail:
+        except BlockError:
             return []  # compiling an unsupported plan is not a layer we can describe
         return [Sighting(problem, "mention", SOURCE, tuple(warnings))]
 
     def _fusion_execute(self, name: str, p: BlockParams) -> list[Event]:
-        x = _tensor(p, "inputDesc", "inputDesc")
-        y = _opt_tensor(p, "outputDesc")
+        x = need_tensor(p, "inputDesc", "inputDesc")
+        y = opt_tensor(p, "outputDesc")
         warnings: list[str] = []
         # Plans print as nothing, so pick the most recent plan built for this input;
         # among several, prefer one whose output matches outputDesc.
         candidates = [pl for pl in reversed(self._plans) if pl.input is not None and pl.input.lens == x.lens]
         if not candidates:
             if self._plan is None:
-                raise _Fail("no miopenCreateFusionPlan seen for this input")
+                raise BlockError("no miopenCreateFusionPlan seen for this input")
             candidates = [self._plan]
             warnings.append("fusion plan input differs from inputDesc; used the last plan")
         failure = ""
@@ -942,20 +942,20 @@ class TraceDecoder:
             w: list[str] = []
             try:
                 problem = self._fusion_problem(plan, x, w, y)
-            except _Fail as e:
+            except BlockError as e:
                 failure = failure or str(e)
                 continue
             if y is None or problem.output_shape == y.lens or plan is candidates[-1]:
                 return [Sighting(problem, "execution", SOURCE, tuple(warnings + w))]
-        raise _Fail(failure or "no matching fusion plan")
+        raise BlockError(failure or "no matching fusion plan")
 
     def _cba(self, name: str, p: BlockParams) -> list[Event]:
         """miopenConvolutionBiasActivationForward: a conv+bias+activation fusion (-F 4)."""
-        x, w = _tensor(p, "xDesc", "xDesc"), _tensor(p, "wDesc", "wDesc")
+        x, w = need_tensor(p, "xDesc", "xDesc"), need_tensor(p, "wDesc", "wDesc")
         conv = self._conv_desc(p)
-        y = _opt_tensor(p, "yDesc", "ydesc")
+        y = opt_tensor(p, "yDesc", "ydesc")
         if x.rank != 4:
-            raise _Fail(f"xDesc has {x.rank} dimensions; CBAInfer is 2-D only")
+            raise BlockError(f"xDesc has {x.rank} dimensions; CBAInfer is 2-D only")
         warnings: list[str] = []
         plan = _Plan(x, ["conv", "bias", "activ"], conv, w)
         if p.get("activationDesc", "activDesc") is not None:
@@ -1000,7 +1000,7 @@ class TraceDecoder:
     def _f2_set_tensor(self, name: str, p: BlockParams) -> list[Event]:
         prob = self._f2_lookup(p.get("problem"), create=True)
         tag = _TENSOR_ARG_IDS.get(p.opt_int("id") if p.get("id") else -1)
-        desc = _opt_tensor(p, "descriptor")
+        desc = opt_tensor(p, "descriptor")
         if prob is not None and tag and desc is not None:
             prob.tensors[tag] = desc
         return []
@@ -1016,24 +1016,24 @@ class TraceDecoder:
         if prob.kind == "conv":
             direction = _PROBLEM_DIRECTIONS.get(prob.direction)
             if direction is None:
-                raise _Fail(f"convolution problem direction {prob.direction} is not fwd/bwd/wrw")
+                raise BlockError(f"convolution problem direction {prob.direction} is not fwd/bwd/wrw")
             if not isinstance(prob.desc, ConvDesc):
-                raise _Fail("the problem's convolution descriptor was not readable")
+                raise BlockError("the problem's convolution descriptor was not readable")
             x, w, y = tensors.get("ConvX"), tensors.get("ConvW"), tensors.get("ConvY")
             if x is None or w is None:
-                raise _Fail("the problem's ConvX/ConvW tensors are unknown")
+                raise BlockError("the problem's ConvX/ConvW tensors are unknown")
             problem = self._conv_problem(direction, x, w, prob.desc, y, warnings)
             return Sighting(problem, role, SOURCE, tuple(warnings))
         if not isinstance(prob.desc, ActivDesc):
-            raise _Fail("the problem's activation descriptor was not readable")
+            raise BlockError("the problem's activation descriptor was not readable")
         backward = prob.direction == 1
         x = tensors.get("ActivDX" if backward else "ActivX") or tensors.get("ActivX")
         if x is None:
-            raise _Fail("the problem's activation tensors are unknown")
+            raise BlockError("the problem's activation tensors are unknown")
         n, c, hw = _nchw_2d(x, "ActivX", warnings)
-        dtype = self._dtype(x, tensors.values(), warnings)
+        dtype = self.infer_dtype(x, tensors.values(), warnings)
         d = prob.desc
-        problem = _problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
+        problem = make_problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
                                                      d.mode, d.alpha, d.beta, d.gamma))
         return Sighting(problem, role, SOURCE, tuple(warnings))
 
@@ -1041,7 +1041,7 @@ class TraceDecoder:
         addr = p.get("problem")
         prob = self._f2_lookup(addr, create=False)
         if prob is None:
-            raise _Fail(f"problem {addr} was not set up in the trace (miopenCreate*Problem / "
+            raise BlockError(f"problem {addr} was not set up in the trace (miopenCreate*Problem / "
                         f"miopenSetProblemTensorDescriptor)")
         self._f2_last_found = prob
         return [self._f2_event(prob, "find", dict(prob.tensors), [])]
@@ -1073,7 +1073,7 @@ class TraceDecoder:
         if prob is None:
             prob = self._f2_match(given, warnings)
         if prob is None:
-            raise _Fail(f"solution {addr} cannot be tied to a problem in the trace")
+            raise BlockError(f"solution {addr} cannot be tied to a problem in the trace")
         tensors = dict(prob.tensors)
         tensors.update(given)
         return [self._f2_event(prob, "execution", tensors, warnings)]
