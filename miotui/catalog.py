@@ -144,6 +144,9 @@ class Catalog:
             self._by_problem[problem] = row
         return row
 
+    def has_row(self, problem: Problem) -> bool:
+        return problem in self._by_problem
+
     def add_sighting(self, problem: Problem, role: str, source: str, line: int, file: str = "",
                      warnings: Iterable[str] = (), annotations: Iterable[tuple[str, str]] = (),
                      raw: Optional[Callable[[], Iterable[tuple[int, str]]]] = None,

@@ -155,7 +155,7 @@ def test_log_convolution_execution():
     (s,) = D.decode("Info", "LogConvolutionExecution", msg)
     assert (s.role, s.source, s.problem.direction) == ("execution", "info", "wrw")
     assert dict(s.annotations) == {"solver": "ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC",
-                                   "solver_time_ms": "0.0442772",
+                                   "solver_time_ms": "0.0442772", "find_db_time_ms": "0.0442772",
                                    "perf_config": "ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC:wrw,nhwc,fp32,0,1,32"}
     (s,) = D.decode("Info", "LogConvolutionExecution",
                     '[ConvolutionExecution] Problem="conv -n 100 -c 3 -H 32 -W 32 -k 32 -y 3 -x 3 -p 0 -q 0 -u 1 -v 1 '
@@ -163,6 +163,19 @@ def test_log_convolution_execution():
     assert "perf_config" not in dict(s.annotations)
     (u,) = D.decode("Info", "LogConvolutionExecution", '[ConvolutionExecution] Problem="conv -n 100 -c" Solver="X"')
     assert isinstance(u, Undecoded)
+
+
+def test_log_convolution_execution_2026_keeps_config_and_find_db_time():
+    """The merged 2026 form names where each value came from; both are kept on the layer, and
+    a Time of -1 (no find-db record) is no time at all."""
+    msg = ('Problem="conv -n 100 -c 3 -H 32 -W 32 -k 32 -y 3 -x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1" '
+           'Solver="ConvBinWinogradRxSf2x3g1" Config(from_perf_db)="1,2,3" Time(from_find_db)=0.0186725')
+    (s,) = D.decode("Info", "LogConvolutionExecution", msg)
+    ann = dict(s.annotations)
+    assert ann["perf_config"] == "ConvBinWinogradRxSf2x3g1:1,2,3" and ann["find_db_time_ms"] == "0.0186725"
+    (s,) = D.decode("Info", "LogConvolutionExecution", msg.replace("Time(from_find_db)=0.0186725",
+                                                                   "Time(from_find_db)=-1"))
+    assert "find_db_time_ms" not in dict(s.annotations) and s.role == "execution"
 
 
 def test_bad_problem_naming_lines_become_undecoded():

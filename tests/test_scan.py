@@ -205,15 +205,30 @@ _CMD = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 16 
         "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
 
 
-def test_key_lookups_inside_a_legacy_find_are_that_find():
+def test_key_lookups_inside_a_legacy_find_name_its_problem():
+    """requestAlgoCount is the Find; the key lookups that follow say which layer it searched
+    for (and are mentions themselves, as every lookup is)."""
     rows = [(s.executions, s.finds, s.mentions) for s in scan_text(_FIND_INFO * 3).layers()]
-    assert rows == [(0, 3, 0)]
+    assert rows == [(0, 3, 6)]
+    catalog = scan_text(_FIND_INFO.splitlines(keepends=True)[0])
+    assert (len(catalog), catalog.unknown_finds) == (0, 1)    # a Find nothing names: of an unknown problem
 
 
 def test_lookups_outside_a_find_or_after_an_execution_are_mentions():
     lookup = _FIND_INFO.splitlines(keepends=True)[1]
     rows = [(s.executions, s.finds, s.mentions) for s in scan_text(lookup + _FIND_INFO + _CMD + lookup).layers()]
-    assert rows == [(1, 1, 2)]
+    assert rows == [(1, 1, 4)]
+
+
+def test_a_record_read_after_its_lookup_is_that_lookup():
+    lookup = ("MIOpen(HIP): Info [FindRecordUnsafe] Looking for key: 512-28-28-3x3-512-28-28-64-1x1-1x1-1x1-0-NCHW-"
+              "FP32-W\n")
+    record = ("MIOpen(HIP): Info [GetValues] Read record 512-28-28-3x3-512-28-28-64-1x1-1x1-1x1-0-NCHW-FP32-W="
+              "ConvAsmBwdWrW3x3:3,0,8,4,4,1\n")
+    (layer,) = scan_text(lookup + record).layers()
+    assert layer.mentions == 1 and layer.annotation("perf_config") == "ConvAsmBwdWrW3x3:3,0,8,4,4,1"
+    (alone,) = scan_text(record).layers()        # a record read with no lookup before it names the layer
+    assert alone.mentions == 1
 
 
 def test_a_find_of_another_direction_does_not_claim_the_lookup():

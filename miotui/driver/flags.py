@@ -96,6 +96,9 @@ def read_flags(sub: Subcommand, base: str, args: Sequence[str], *, version: Opti
     i = 0
     while i < len(args):
         tok = args[i]
+        if tok in ("-", "--"):
+            raise DriverCommandError(f"command cut short: it ends in a bare {tok!r}" if i == len(args) - 1 else
+                                     f"a bare {tok!r} where a flag belongs")
         if tok.startswith("--") and len(tok) > 2:
             name = tok[2:]
             short = longs.get(name) or (extra_long or {}).get(name)
@@ -111,9 +114,10 @@ def read_flags(sub: Subcommand, base: str, args: Sequence[str], *, version: Opti
                                          f"(the driver stops with 'Input Flag: {short} Not Found')")
             if len(tok) > 2:
                 warnings.append(f"{tok} is read as -{short}, as MIOpenDriver reads a single dash")
-        elif tok in ("-", "--"):
-            raise DriverCommandError(f"command cut short: it ends in a bare {tok!r}")
         else:
+            if "$" in tok:
+                raise DriverCommandError(f"a placeholder ({tok}) where a flag belongs: the command was pasted "
+                                         f"before the shell expanded it")
             raise DriverCommandError(f"value {tok!r} without a flag")
         if i + 1 >= len(args):
             flag = shorts.get(short)

@@ -102,6 +102,8 @@ def _cut_trailing(tokens: list[str], how: list[str]) -> list[str]:
     i = 1
     while i < len(tokens):
         if not _FLAG_TOKEN_RE.match(tokens[i]):
+            if tokens[i] in ("-", "--") or "$" in tokens[i]:
+                return tokens   # a cut flag or an unexpanded shell variable: the parser says which
             how.append(f"ignored {' '.join(tokens[i:])[:60]!r} after the last flag")
             return tokens[:i]
         i += 1 if "=" in tokens[i] and tokens[i].startswith("--") else 2

@@ -219,12 +219,19 @@ class DriverLogTracker:
         """The driver echoing a command typed before it (the first of a chain still waiting,
         or a later one): the same run, no new mention."""
         for i, (typed, run) in enumerate(self._awaiting):
-            if typed == args:
+            # the same text, or the same layers (a run-only value the shell expanded: "-C $DIR")
+            if typed == args or (run is not None and self._problems_of(args) == run.problems):
                 del self._awaiting[:i + 1]
                 self._end_run()
                 self._run = run
                 return True
         return False
+
+    def _problems_of(self, args: tuple[str, ...]) -> tuple:
+        try:
+            return self._parse(list(args))[0]
+        except ValueError:
+            return ()
 
     def _start(self, args: tuple[str, ...]) -> list[Event]:
         """A new run: one mention of each layer the command names."""

@@ -35,6 +35,9 @@ class Sighting:
     #: (name, value) pairs that belong to this sighting: e.g. ("solver", "ConvBinWinogradRxSf2x3g1"),
     #: ("solver_time_ms", "0.0186"), ("find_db", "GemmFwdRest:5.31,91054080,...").
     annotations: tuple[tuple[str, str], ...] = ()
+    #: the line repeats what another line already said of the call (MIOpen's "Read record
+    #: <key>=..." after its "Looking for key <key>"): counted only for a layer not seen before
+    only_if_new: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ Everything else returns ``[]`` after a couple of string tests, without caching.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Callable, Optional
 
@@ -45,8 +46,11 @@ _KEY_START_RE = re.compile(r"^\d+-\d+")
 _READ_RECORD_RE = re.compile(r"^Read record (\S+?)=(.*)$")
 _INVOKER_RE = re.compile(r"^Returning an invoker for problem (\S+) and (algorithm|solver) (\S+)\s*$")
 _REGISTERED_RE = re.compile(r"^Invoker registered for algorithm (\S+) and solver (\S+)\s*$")
+_SET_AS_FOUND_RE = re.compile(r"^Solver (\S+) registered as find 1\.0 best for (\S+) in (\S+)\s*$")
 _SOLUTION_RE = re.compile(rf"^id: (\d+), algo: (-?\d+), time: ({_NUM}), ws: (\d+), name: (\S+)\s*$")
-_EXEC_FIELD_RE = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
+#: ``Name="value"`` or ``Name=value`` fields; the 2026 form adds where a value came from:
+#: ``Config(from_perf_db)="..."``, ``Time(from_find_db)=0.0187``
+_EXEC_FIELD_RE = re.compile(r'(\w+)(?:\([^)]*\))?=(?:"([^"]*)"|(\S+))')
 
 _CHOSEN_FUNCS = frozenset({"FindConvFwdAlgorithm", "FindConvBwdDataAlgorithm", "FindConvBwdWeightsAlgorithm",
                            "FillFindReturnParameters"})
@@ -64,6 +68,7 @@ class LevelDecoder:
             "LogConvolutionExecution": self._execution,
             "GetInvoker": self._invoker,
             "Register": self._registered,
+            "SetAsFound1_0": self._set_as_found,
             "SetValues": self._set_values,
             "GetValues": self._read_record,
         }
@@ -221,15 +226,17 @@ class LevelDecoder:
         if not _is_conv_key(key):
             return None
         items, item_warnings = parse_db_items(values)
-        return self._with_warnings(self._mention(lambda: decode_db_key(key), "db key", key,
-                                                 item_annotations(items)), item_warnings)
+        events = self._with_warnings(self._mention(lambda: decode_db_key(key), "db key", key,
+                                                   item_annotations(items)), item_warnings)
+        # the record a lookup of the same key just found: that lookup named the layer
+        return [dataclasses.replace(e, only_if_new=True) if isinstance(e, Sighting) else e for e in events]
 
     @staticmethod
     def _with_warnings(events: list[Event], extra: list[str]) -> list[Event]:
         if not extra:
             return events
-        return [Sighting(e.problem, e.role, e.source, e.warnings + tuple(extra), e.annotations)
-                if isinstance(e, Sighting) else e for e in events]
+        return [dataclasses.replace(e, warnings=e.warnings + tuple(extra)) if isinstance(e, Sighting) else e
+                for e in events]
 
     def _invoker(self, func: str, message: str) -> Optional[list[Event]]:
         m = _INVOKER_RE.match(message)
@@ -263,6 +270,16 @@ class LevelDecoder:
             return None
         return self._mention(lambda: decode_network_config(config), "network config", config)
 
+    def _set_as_found(self, func: str, message: str) -> Optional[list[Event]]:
+        """``Solver X registered as find 1.0 best for <algorithm> in <network config>``: the
+        solver a Find chose for the layer its network config names."""
+        m = _SET_AS_FOUND_RE.match(message)
+        if m is None or not _is_conv_config(m.group(3)):
+            return None
+        solver, algorithm, config = m.groups()
+        return self._mention(lambda: decode_network_config(config, algorithm_direction(algorithm)),
+                             "network config", config, (("solver", solver),))
+
     @staticmethod
     def _execution(func: str, message: str) -> Optional[list[Event]]:
         """``[ConvolutionExecution] Problem="conv ..." Solver="X" Config="..." Time=0.0187``."""
@@ -280,8 +297,9 @@ class LevelDecoder:
         if solver and solver != "N/A":
             annotations.append(("solver", solver))
         time_ms = fields.get("Time", "")
-        if time_ms and re.match(rf"^{_NUM}$", time_ms):
+        if time_ms and re.match(rf"^{_NUM}$", time_ms) and float(time_ms) >= 0:   # -1: not in the find-db
             annotations.append(("solver_time_ms", time_ms))
+            annotations.append(("find_db_time_ms", time_ms))
         config = fields.get("Config", "")
         if config and config != "N/A":
             annotations.append(("perf_config", f"{solver}:{config}" if solver else config))

@@ -728,26 +728,22 @@ class LogScanner:
         return bool(ev.warnings) and any(w in self._guess_warnings for w in ev.warnings)
 
     def _find_form(self, tid: str, ev: Sighting, n: int) -> Optional[Sighting]:
-        """A Find-Db key lookup inside a legacy Find (after MIOpen's ``Info
-        [FindConv...Algorithm] requestAlgoCount = ...``) is that Find, and a second lookup
-        of the same key in it (the GEMM fallback looks again) is the same call; None when
-        recorded here.  Any other call on the thread ends the Find."""
-        direction, claimed = self._find_open[tid]
+        """Inside a legacy Find (after MIOpen's ``Info [FindConv...Algorithm] requestAlgoCount =
+        ...``), the first line that names a convolution of the Find's direction (a Find-Db key
+        lookup, an invoker line) says which layer the Find searched for: the Find is counted
+        on it.  The line itself is still what it is (a lookup is a mention).  Any other call on
+        the thread ends the Find."""
+        entry = self._find_open[tid]
         if ev.role != "mention" or ev.source != "info":
             if ev.role == "execution":
                 self._close_find(tid)
             return ev
         problem = ev.problem
-        if getattr(problem, "op", "") != "conv" or problem.direction != direction:
-            return ev
-        if claimed is None:
-            self._find_open[tid][1] = problem
-            return dataclasses.replace(ev, role="find")
-        if claimed != problem:
-            return ev
-        self._last_row[tid] = self.catalog.add_sighting(problem, "find", ev.source, n, self.file, ev.warnings,
-                                                        ev.annotations, None, count=False)
-        return None
+        if entry[1] is None and getattr(problem, "op", "") == "conv" and problem.direction == entry[0]:
+            entry[1] = problem
+            self.catalog.add_sighting(problem, "find", "info", n, self.file, ev.warnings, (), None)
+            self._pending[tid] = [(problem, "find", {"info"})]
+        return ev
 
     def _open_find(self, tid: str, direction: str, n: int, line: str) -> None:
         """MIOpen's ``Info [FindConv...Algorithm] requestAlgoCount = ...``: one Find.
@@ -781,6 +777,8 @@ class LogScanner:
     def _add(self, tid: str, ev: Sighting, n: int, raw: Optional[Callable[[], list[tuple[int, str]]]],
              notes: Sequence[tuple[str, str]] = ()) -> None:
         target, count = self._new_call(tid, ev)
+        if ev.only_if_new and count and self.catalog.has_row(target):
+            count = False
         annotations = tuple(ev.annotations) + tuple(notes) if notes else ev.annotations
         row = self.catalog.add_sighting(target, ev.role, ev.source, n, self.file, ev.warnings,
                                         annotations, raw, count=count)

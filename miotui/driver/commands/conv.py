@@ -33,6 +33,9 @@ def read_conv(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
     nd = f.int("_", 2)  # MIOpenDriver ignores --in_d & co. unless --spatial_dim 3
     if nd not in (2, 3):
         raise DriverCommandError("--spatial_dim must be 2 or 3")
+    if nd == 2 and any(f.has(k) for k in "!@#$^%"):
+        warnings.append("3-D flags (--in_d, --fil_d, ...) without --spatial_dim 3: MIOpenDriver runs a 2-D "
+                        "convolution and ignores them")
 
     def sp(d_key: str, h_key: str, w_key: str) -> tuple[int, ...]:
         hw = (f.int(h_key), f.int(w_key))
