@@ -262,3 +262,30 @@ def test_decoded_lines_are_cached_by_text():
     msg = "Looking for key 192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F in file /x"
     first = d.decode("Info2", "FindRecordUnsafe", msg)
     assert d.decode("Info2", "FindRecordUnsafe", msg) is first
+
+
+# ---------------------------------------------------------------- other ops' network configs
+
+def test_batch_norm_network_config_2025():
+    """rocm-libraries' batch-norm problem_description: C x D x H x W x N, layouts, six types,
+    mixed flag, direction, save and running flags, mode."""
+    cfg = "64x1x112x112x16xNCHWxNCHWxFP32xFP32xFP32xFP32xFP32xFP32x0xTrnx1x1x1x0"
+    (s,) = D.decode("Info2", "GetInvoker", f"Returning an invoker for problem {cfg} and algorithm "
+                                           f"miopenBatchNormForwardTrainingSpatial")
+    p = s.problem
+    assert (s.role, p.op, p.direction, p.n, p.c, p.in_spatial) == ("execution", "bnorm", "fwd_train", 16, 64, (112, 112))
+    assert (p.mode, p.save, p.running, p.layout, p.dtype) == ("spatial", True, True, "NCHW", "fp32")
+    (m,) = D.decode("Info2", "GetFound1_0", f"No invokers found for {cfg}")
+    assert m.role == "mention" and m.problem == p
+
+
+def test_softmax_network_config_and_pooling_config():
+    cfg = "sfmfwd-n_x1c_x5h_x1w_x1n_y1c_y5h_y1w_y1xpk1ypk1a1.000000b0.000000algo0mode1"
+    (s,) = D.decode("Info2", "Register", f"Invoker registered for algorithm {cfg} and solver Softmax")
+    p = s.problem
+    assert (p.op, p.direction, p.n, p.c, p.in_spatial, p.algorithm, p.mode) == ("softmax", "fwd", 1, 5, (1, 1), 0, 1)
+    assert s.warnings and "data type" in s.warnings[0]
+    # a pooling config names the op, not the layer: only a driver run's own call can use it
+    (seen,) = D.decode("Info2", "GetInvoker", "Returning an invoker for problem m0_i1_dt1_ker1x2_str1x1_it0_nout2_"
+                                              "tile1x1_grp8x8_glb8x8x4_wsidx0 and algorithm miopenPooling2dForward")
+    assert (seen.op, seen.direction, seen.role) == ("pool", "fwd", "execution")

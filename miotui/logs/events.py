@@ -60,4 +60,15 @@ class Undecoded:
     reason: str
 
 
-Event = Union[Sighting, Annotation, Undecoded]
+@dataclass(frozen=True)
+class OpSeen:
+    """A line that says an op ran (or was looked up) but not which layer: a pooling
+    invoker's network config has the window, not the input.  Inside a MIOpenDriver run it
+    is the run's layer of that op and direction; anywhere else nothing can be said."""
+
+    op: str
+    direction: str
+    role: str
+
+
+Event = Union[Sighting, Annotation, Undecoded, OpSeen]

@@ -28,8 +28,10 @@ import re
 from typing import Callable, Optional
 
 from miotui.logs.dbrecords import algorithm_direction, algorithm_number, item_annotations, parse_db_items
-from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
 from miotui.logs.keys import ProblemKeyError, decode_db_key, decode_network_config, decode_problem_string
+from miotui.logs.netconfigs import (decode_bn_config, decode_softmax_config, is_bn_config, is_softmax_config,
+                                    read_pool_config)
 
 #: Cached decoded messages (cleared when full).
 CACHE_SIZE = 50_000
@@ -69,6 +71,7 @@ class LevelDecoder:
             "GetInvoker": self._invoker,
             "Register": self._registered,
             "SetAsFound1_0": self._set_as_found,
+            "GetFound1_0": self._not_found,
             "SetValues": self._set_values,
             "GetValues": self._read_record,
         }
@@ -244,7 +247,7 @@ class LevelDecoder:
             return None
         config, kind, name = m.group(1), m.group(2), m.group(3)
         if not _is_conv_config(config):
-            return None
+            return self._other_config(config, "execution" if kind == "algorithm" else "mention", name)
         # "... and algorithm <name>" is logged only by the run paths (ConvolutionForward /
         # BackwardData / BackwardWeights, ExecutePrimitive): the layer is being executed.
         # "... and solver <name>" also comes from Find-Db validation: only a mention.
@@ -267,16 +270,41 @@ class LevelDecoder:
             return None
         config = m.group(1)
         if not _is_conv_config(config):
-            return None
+            return self._other_config(config, "mention", m.group(2))
         return self._mention(lambda: decode_network_config(config), "network config", config)
+
+    def _not_found(self, func: str, message: str) -> Optional[list[Event]]:
+        """``No invokers found for <config>``: the layer was looked up (a mention)."""
+        if not message.startswith("No invokers found for "):
+            return None
+        config = message[len("No invokers found for "):].strip()
+        if _is_conv_config(config):
+            return self._mention(lambda: decode_network_config(config), "network config", config)
+        return self._other_config(config, "mention", "")
+
+    def _other_config(self, config: str, role: str, name: str) -> Optional[list[Event]]:
+        """A network config of batch norm, softmax or pooling (``miotui.logs.netconfigs``)."""
+        annotations = (("solver", name),) if name and role == "mention" and "Pooling" not in name else ()
+        if is_bn_config(config):
+            return self._mention(lambda: decode_bn_config(config), "batch-norm network config", config,
+                                 annotations, role)
+        if is_softmax_config(config):
+            return self._mention(lambda: decode_softmax_config(config), "softmax network config", config,
+                                 annotations, role)
+        pool = read_pool_config(config)
+        if pool is not None and role == "execution":
+            return [OpSeen("pool", "bwd" if "Backward" in name else "fwd", role)]
+        return None
 
     def _set_as_found(self, func: str, message: str) -> Optional[list[Event]]:
         """``Solver X registered as find 1.0 best for <algorithm> in <network config>``: the
         solver a Find chose for the layer its network config names."""
         m = _SET_AS_FOUND_RE.match(message)
-        if m is None or not _is_conv_config(m.group(3)):
+        if m is None:
             return None
         solver, algorithm, config = m.groups()
+        if not _is_conv_config(config):
+            return self._other_config(config, "mention", solver)
         return self._mention(lambda: decode_network_config(config, algorithm_direction(algorithm)),
                              "network config", config, (("solver", solver),))
 
@@ -316,4 +344,6 @@ def _is_conv_key(key: str) -> bool:
 
 
 def _is_conv_config(config: str) -> bool:
-    return _CONV_CONFIG_RE.match(config) is not None
+    """A convolution's config has nine or more leading numbers; batch norm's (2025) has five,
+    then its layouts."""
+    return _CONV_CONFIG_RE.match(config) is not None and not is_bn_config(config)

@@ -20,7 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
-from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
 from miotui.problems import Problem
 
 #: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
@@ -686,6 +686,10 @@ class LogScanner:
                     if row is None:
                         continue
                 catalog.annotate(row, ev.name, ev.value)
+            elif type(ev) is OpSeen:
+                problem = self.driver.current_problem(ev.direction, ev.op)
+                if problem is not None:   # the driver run's own library call
+                    self._add(tid, Sighting(problem, ev.role, "info"), n, raw or (lambda: [(n, line)]))
             else:
                 self._undecoded(n, ev.reason, line)
 
