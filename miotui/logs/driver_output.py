@@ -119,6 +119,11 @@ class DriverLogTracker:
             return True
         return False
 
+    @property
+    def run_open(self) -> bool:
+        """A driver run's output may still follow (its command was seen)."""
+        return self._run is not None
+
     def current_problem(self, direction: str, op: str = "conv") -> Optional[Any]:
         """The layer of ``direction`` in the driver run in progress (its library's Info lines
         belong to it), or None."""

@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
+from miotui.driver.output import parse_output_line
 from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
 from miotui.problems import Problem
 
@@ -50,6 +51,14 @@ _FOREIGN_LEAD_RE = re.compile(r"^(?:[\w.-]+\s+\|\s?|\*\*|>\s)")
 _DB_RECORD_RE = re.compile(r"^\d+-\d[^=\s]*=")
 #: the start of a Find-Db / Perf-Db key (``384-152-104-3x3-...``) on a line with no ``=``: a cut record
 _DB_KEY_START_RE = re.compile(r"^\d+-\d+-\d+-\d+x\d+(?:x\d+)?-\d+\S*$")
+
+#: an API header's start with no "{": the line was cut (at the end of the input)
+_CUT_HEADER_RE = re.compile(r"^\s*(?:miopenStatus_t|void) [^{]*$")
+#: how MIOpenDriver's result lines start (a last line that is a piece of one was cut)
+_RESULT_PHRASES = ("GPU Kernel Time", "GPU Kernel Min Time", "GPU Kernel Avg Time", "Wall-clock Time",
+                   "Forward Convolution", "Backward Convolution", "Forward batch norm", "Forward train batch norm",
+                   "Forward Inference batch norm", "Backwards prop batch norm", "Forward Pooling",
+                   "Backward Pooling", "MIOpen Forward Conv", "MIOpen Backward", "stats: ")
 
 # Line kinds (first element of a classification tuple).
 NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
@@ -230,6 +239,7 @@ class LogScanner:
         self.whole_block_hits = 0
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         self._driver_line = 0   # the line of the command the driver tracker holds
+        self._last_line = ""    # the last whole line read (was the input cut inside it?)
         from miotui.logs.dbrecords import decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
@@ -278,6 +288,9 @@ class LogScanner:
             self._carry = b""
             if self.driver.held is not None:
                 self._flush_driver(NOISE, (), self.line_no)
+            why = self._cut_at_the_end(self._last_line)
+            if why:
+                self._undecoded(self.line_no, why, self._last_line)
             for tid, block in list(self._blocks.items()):
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
@@ -288,6 +301,21 @@ class LogScanner:
             for tid in list(self._find_open):
                 self._close_find(tid)
             self.catalog.finished = time.monotonic()
+
+    def _cut_at_the_end(self, line: str) -> str:
+        """Why the input's last line is MIOpen text cut short by the end of the input (an API
+        header before its ``{``, a driver result line of a run in progress), or ""."""
+        c = classify(line)
+        split = split_prefix(line) if c[0] == OTHER else None
+        body = split[1] if split else (c[1] if c[0] == TEXT else "")
+        if body and _CUT_HEADER_RE.match(body):
+            return "the input ends inside an API block's header line"
+        if c[0] == TEXT and self.driver.run_open:
+            text = c[1]
+            if any(phrase.startswith(text) or (text.startswith(phrase) and parse_output_line(text) is None)
+                   for phrase in _RESULT_PHRASES) and parse_output_line(text) is None:
+                return "the input ends inside a MIOpenDriver result line"
+        return ""
 
     @staticmethod
     def _cap(carry: bytes) -> bytes:
@@ -368,6 +396,8 @@ class LogScanner:
             self._dispatch(kind, c, line, n)
         self.line_no = n
         self.catalog.lines += len(lines)
+        if lines:
+            self._last_line = lines[-1]
 
     def _classify_new(self, line: str) -> tuple[str, tuple]:
         """Classify a line not in the cache and cache it: (the line as kept, its class)."""
