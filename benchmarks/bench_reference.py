@@ -41,11 +41,10 @@ from typing import Callable, Optional
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # then: reference.py may set OPENBLAS_CORETYPE before numpy loads OpenBLAS
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir))
-from miotui.execute import reference as R  # noqa: E402
-
 import numpy as np  # noqa: E402
 
 from miotui.execute import numba_kernels  # noqa: E402
+from miotui.execute import reference as R  # noqa: E402
 from miotui.execute.verify import rms_range  # noqa: E402
 from miotui.problems import ConvProblem  # noqa: E402
 

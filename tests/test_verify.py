@@ -13,8 +13,15 @@ from hypothesis import strategies as st
 
 from miotui.execute import reference as R
 from miotui.execute import verify as V
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem,
-                             PoolProblem, SoftmaxProblem)
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    SoftmaxProblem,
+)
 
 
 def conv(direction: str = "fwd", dtype: str = "fp32", n: int = 2, hw: int = 8, mode: str = "conv") -> ConvProblem:
@@ -218,6 +225,7 @@ def test_activation_elementwise_rule_accepts_small_absolute_or_relative_errors()
 def test_wrw_tolerance_growth_cannot_let_a_wrong_result_pass():
     """Review finding: an unbounded sqrt(L) factor let an all-zero bf16 weight gradient pass."""
     import numpy as np
+
     from miotui.execute.reference import make_inputs, run_reference
     from miotui.execute.verify import compare, tolerance_for
     from miotui.problems import ConvProblem

@@ -23,10 +23,16 @@ from miotui.execute.blas import blas_threads
 from miotui.execute.conv_backward_data import conv_backward_data
 from miotui.execute.conv_backward_weights import conv_backward_weights
 from miotui.execute.conv_forward import conv_forward
-from miotui.execute.conv_geometry import (CHUNK_BYTES, ConvGeometry, conv_geometry, conv_plan, flipped_geometry,
-                                          uses_phases)
+from miotui.execute.conv_geometry import (
+    CHUNK_BYTES,
+    ConvGeometry,
+    conv_geometry,
+    conv_plan,
+    flipped_geometry,
+    uses_phases,
+)
 from miotui.execute.tensors import check_shape, compute_dtype, storage_dtype, uniform
-from miotui.execute.threads import Cancelled, CancelFlag, check_cancel, in_worker, pool_shut_down, split_pool
+from miotui.execute.threads import CancelFlag, Cancelled, check_cancel, in_worker, pool_shut_down, split_pool
 from miotui.problems import ConvProblem
 
 

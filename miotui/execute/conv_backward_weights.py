@@ -12,8 +12,8 @@ from typing import Optional
 
 import numpy as np
 
-from miotui.execute.conv_forward import gather, pad_images
 from miotui.execute import conv_geometry as geometry
+from miotui.execute.conv_forward import gather, pad_images
 from miotui.execute.conv_geometry import ConvGeometry, ConvPlan
 from miotui.execute.threads import CancelFlag, check_cancel, workspace
 

@@ -50,8 +50,16 @@ import numpy as np
 
 from miotui.execute import threads
 from miotui.execute.conv_geometry import ConvGeometry, conv_geometry
-from miotui.execute.numba_plans import (DwPlan, PhaseLayout, dw_plan, dw_shape_ok, geometry_args, scratch_bytes,
-                                        taps_weights, to5d)
+from miotui.execute.numba_plans import (
+    DwPlan,
+    PhaseLayout,
+    dw_plan,
+    dw_shape_ok,
+    geometry_args,
+    scratch_bytes,
+    taps_weights,
+    to5d,
+)
 from miotui.execute.tensors import compute_dtype
 from miotui.execute.threads import CancelFlag, check_cancel, in_worker, kernel_pool, run_parallel
 from miotui.problems import ConvProblem, PoolProblem
@@ -137,6 +145,28 @@ def conv_applies(g: Any, kernel: Optional[str] = None) -> bool:
         return False
     return True
 
+
+
+def not_applicable(problem: Any) -> Optional[str]:
+    """None when the direct kernels run ``problem`` (given numba is installed), else why
+    not, in words for a result: the numba backend does not run such a layer at all
+    (numpy's path would run under numba's name)."""
+    if isinstance(problem, PoolProblem):
+        return None
+    if not isinstance(problem, ConvProblem):
+        return (f"numba's direct kernels cover depthwise/small-group convolutions and pooling, "
+                f"not {problem.op}")
+    g = conv_geometry(problem)
+    if g.groups == 1:
+        return ("a dense convolution: numba's direct kernels are for depthwise and small-group "
+                "convolutions (numpy's im2col+GEMM is the reference for this layer)")
+    if g.cg > MAX_GROUP_CHANNELS:
+        return (f"{g.cg} input channels per group: numba's direct kernels take at most "
+                f"{MAX_GROUP_CHANNELS} (numpy's im2col+GEMM is the reference for this layer)")
+    if not conv_applies(g, kernel_of(problem)):
+        return ("a strided grouped convolution on a small plane: numpy's im2col+GEMM is faster "
+                "there, so numba's direct kernels do not run it")
+    return None
 
 
 def kernel_of(problem: Any) -> str:

@@ -34,7 +34,7 @@ from miotui.execute.blas import BLAS_CORETYPE_SET, BlasThreads, blas_info
 from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_names, run_conv
 from miotui.execute.conv_geometry import CHUNK_BYTES, ConvGeometry, conv_geometry
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
-from miotui.execute.threads import THREADS, Cancelled, CancelFlag, release_workspace, shutdown_threads
+from miotui.execute.threads import THREADS, CancelFlag, Cancelled, release_workspace, shutdown_threads
 from miotui.problems import ConvProblem, FusionProblem, Problem
 
 __all__ = [

@@ -38,9 +38,17 @@ from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_n
 from miotui.execute.reference_pool import pool_backward, pool_forward
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
 from miotui.execute.threads import CancelFlag, check_cancel
-from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, Problem, SoftmaxProblem)
-
+from miotui.problems import (
+    FUSION_ACTIV_MODES,
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    Problem,
+    SoftmaxProblem,
+)
 
 __all__ = ["tensor_names", "make_inputs", "run_op", "peak_bytes", "engine_used", "BN_EPSILON",
            "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON"]

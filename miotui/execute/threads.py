@@ -23,9 +23,10 @@ import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 #: Threads for the memory-bound parts (im2col copy, col2im adds, numba kernels).
 try:
@@ -155,7 +156,7 @@ def shutdown_threads() -> None:
 
 _workspaces_lock = threading.Lock()
 #: every thread's scratch buffers (for :func:`release_workspace` and tests)
-all_workspaces: list[dict[str, np.ndarray]] = []
+all_workspaces: "list[dict[str, np.ndarray]]" = []
 
 
 class Workspace(threading.local):
@@ -168,11 +169,12 @@ class Workspace(threading.local):
     """
 
     def __init__(self) -> None:
-        self.buffers: dict[str, np.ndarray] = {}
+        self.buffers: "dict[str, np.ndarray]" = {}
         with _workspaces_lock:
             all_workspaces.append(self.buffers)
 
-    def get(self, name: str, shape: tuple[int, ...], dtype: Any, zero: bool = False) -> np.ndarray:
+    def get(self, name: str, shape: tuple[int, ...], dtype: Any, zero: bool = False) -> "np.ndarray":
+        import numpy as np  # here, not at the top: the app imports this module at start-up
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize
         buf = self.buffers.get(name)
