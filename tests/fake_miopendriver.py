@@ -89,13 +89,13 @@ def conv_numbers(flags: dict[str, str]) -> dict[str, int]:
     h, w = geti(flags, "H", 32), geti(flags, "W", 32)
     fy, fx = geti(flags, "y", 3), geti(flags, "x", 3)
     p, q, u, v = geti(flags, "p", 0), geti(flags, "q", 0), geti(flags, "u", 1), geti(flags, "v", 1)
-    l, j, g = geti(flags, "l", 1), geti(flags, "j", 1), geti(flags, "g", 1)
+    dh, j, g = geti(flags, "l", 1), geti(flags, "j", 1), geti(flags, "g", 1)
     if flags.get("m", "conv") == "trans":
-        ho = (h - 1) * u - 2 * p + l * (fy - 1) + 1
+        ho = (h - 1) * u - 2 * p + dh * (fy - 1) + 1
         wo = (w - 1) * v - 2 * q + j * (fx - 1) + 1
         small = h * w
     else:
-        ho = (h + 2 * p - l * (fy - 1) - 1) // u + 1
+        ho = (h + 2 * p - dh * (fy - 1) - 1) // u + 1
         wo = (w + 2 * q - j * (fx - 1) - 1) // v + 1
         small = ho * wo
     flops = 2 * n * c * k * fy * fx * max(small, 1) // max(g, 1)
@@ -207,7 +207,7 @@ def run_other(base: str, flags: dict[str, str], style: str) -> int:
             out(f"GPU Kernel Min Time {d} Activation Elapsed: {ms * 0.9:f} ms")
             out(f"GPU Kernel Avg Time {d} Activation Elapsed: {ms:f} ms, for {iters} iterations.")
             if fail:
-                out(f"Difference in neuron layer: 0.5 too large at 3 x 0.1 y 0.6 z 0.1")
+                out("Difference in neuron layer: 0.5 too large at 3 x 0.1 y 0.6 z 0.1")
                 rc = 1
             else:
                 out(f"{d} Activation Verifies on CPU and GPU")

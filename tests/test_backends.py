@@ -121,7 +121,7 @@ def small_convs(draw):
     dils = tuple(draw(st.integers(1, 2)) for _ in range(nd))
     pads = tuple(draw(st.integers(0, 2)) for _ in range(nd))
     size = tuple(draw(st.integers(4 if nd == 2 else 3, 9 if nd == 2 else 5)) for _ in range(nd))
-    adj = (tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils))
+    adj = (tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils, strict=True))
            if mode == "trans" else ())
     direction = draw(st.sampled_from(["fwd", "bwd", "wrw"]))
     try:

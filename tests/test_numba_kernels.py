@@ -24,12 +24,6 @@ from miotui.problems import ConvProblem, ProblemError
 pytestmark = pytest.mark.skipif(NK.available() is not None, reason="numba not installed")
 
 
-def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a64.shape == b64.shape
-    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-300))
-
-
 @st.composite
 def depthwise_problems(draw) -> ConvProblem:
     """Depthwise problems whose output is ceil(input / stride) on every axis (the
@@ -71,20 +65,20 @@ def _direct(p: ConvProblem, inputs: dict[str, np.ndarray], dtype: type) -> np.nd
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=depthwise_problems(), seed=st.integers(0, 3))
-def test_depthwise_kernels_match_numpy(p: ConvProblem, seed: int) -> None:
+def test_depthwise_kernels_match_numpy(p: ConvProblem, seed: int, rel_err) -> None:
     g = R.conv_geometry(p)
     assert NP.dw_plan(g) is not None, "the strategy must reach the plane-stacked kernels"
     assert NK.conv_applies(g, NK.kernel_of(p)) == (p.groups > 1)   # one channel: a dense conv
     inputs = R.make_inputs(p, seed)
     (ref,) = R.run_reference(p, inputs, precision="fp64").values()
-    assert _rel_err(_direct(p, inputs, np.float64), ref) < 1e-12
-    assert _rel_err(_direct(p, inputs, np.float32), ref) < 1e-5
+    assert rel_err(_direct(p, inputs, np.float64), ref) < 1e-12
+    assert rel_err(_direct(p, inputs, np.float32), ref) < 1e-5
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_threads_blocks_and_chunks_give_the_same_result(direction: str, stride: int,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch, rel_err) -> None:
     # 70 channels of 6x6 -> blocks of 8 channels (the last one partial) with a small block size
     p = ConvProblem(direction, "fp32", 5, 70, 70, (12, 12), (3, 3), (1, 1), (stride, stride), (1, 1), groups=70)
     inputs = R.make_inputs(p, 2)
@@ -98,7 +92,7 @@ def test_threads_blocks_and_chunks_give_the_same_result(direction: str, stride: 
             monkeypatch.setattr(NK, "batch_chunks",
                                 lambda n, _b, k=chunk_images: [(a, min(a + k, n)) for a in range(0, n, k)])
         out = _direct(p, inputs, np.float64)
-        assert _rel_err(out, ref) < 1e-12
+        assert rel_err(out, ref) < 1e-12
         results.append(out)
     NP.dw_plan.cache_clear()
     if direction != "wrw":   # every output value is one thread's sum in the same order

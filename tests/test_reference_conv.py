@@ -69,12 +69,6 @@ def torch_conv(p: ConvProblem, inputs: dict[str, np.ndarray]) -> np.ndarray:
     return w.grad.numpy()
 
 
-def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a64.shape == b64.shape
-    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-300))
-
-
 @st.composite
 def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_channels: int = 3):
     nd = draw(st.sampled_from((2, 2, 3) if allow_3d else (2,)))
@@ -91,8 +85,8 @@ def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_chann
     adj: tuple[int, ...] = (0,) * nd
     pad_mode = "default"
     if mode == "trans":
-        adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils))
-        pads = tuple(min(p, d * (f - 1)) for p, d, f in zip(pads, dils, filt))
+        adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils, strict=True))
+        pads = tuple(min(p, d * (f - 1)) for p, d, f in zip(pads, dils, filt, strict=True))
     else:
         pad_mode = draw(st.sampled_from(("default", "default", "same", "valid")))
     try:
@@ -108,20 +102,20 @@ def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_chann
 
 @SETTINGS
 @given(p=conv_problems(), seed=st.integers(0, 3))
-def test_conv_matches_torch_fp64_and_fp32(p: ConvProblem, seed: int) -> None:
+def test_conv_matches_torch_fp64_and_fp32(p: ConvProblem, seed: int, rel_err) -> None:
     inputs = R.make_inputs(p, seed)
     expect = torch_conv(p, inputs)
     (out64,) = R.run_reference(p, inputs, precision="fp64").values()
     assert out64.dtype == np.float64 and out64.shape == expect.shape
-    assert _rel_err(out64, expect) < 1e-12
+    assert rel_err(out64, expect) < 1e-12
     (out32,) = R.run_reference(p, inputs).values()
     assert out32.dtype == np.float32
-    assert _rel_err(out32, expect) < 1e-5
+    assert rel_err(out32, expect) < 1e-5
 
 
 @settings(max_examples=15, deadline=None)
 @given(p=conv_problems(dtypes=("fp16", "bf16"), allow_3d=False), seed=st.integers(0, 3))
-def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int) -> None:
+def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int, rel_err) -> None:
     inputs = R.make_inputs(p, seed)
     for a in inputs.values():
         if p.dtype == "fp16":
@@ -132,7 +126,7 @@ def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int) -> None:
     expect = torch_conv(p, inputs)
     (out,) = R.run_reference(p, inputs).values()
     assert out.dtype == np.float32
-    assert _rel_err(out, expect) < 1e-5
+    assert rel_err(out, expect) < 1e-5
 
 
 def test_int8_is_exact_int32() -> None:
@@ -160,7 +154,7 @@ def test_int8_large_reduction_falls_back_to_float64_exactly() -> None:
 @pytest.mark.skipif(numba_kernels.available() is not None, reason="numba not installed")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=conv_problems(max_group_channels=3), seed=st.integers(0, 3))
-def test_numba_engine_matches_numpy(p: ConvProblem, seed: int) -> None:
+def test_numba_engine_matches_numpy(p: ConvProblem, seed: int, rel_err) -> None:
     assume(p.groups > 1)
     inputs = R.make_inputs(p, seed)
     (ref,) = R.run_reference(p, inputs, precision="fp64").values()
@@ -168,13 +162,13 @@ def test_numba_engine_matches_numpy(p: ConvProblem, seed: int) -> None:
     (out32,) = R.run_reference(p, inputs, engine="numba").values()
     uses = numba_kernels.conv_applies(R.conv_geometry(p), numba_kernels.kernel_of(p))
     assert ("numba" in R.engine_used(p, "numba")) == uses
-    assert _rel_err(out64, ref) < 1e-12
+    assert rel_err(out64, ref) < 1e-12
     # the kernels themselves, whether or not the engine picks them for this geometry
     g = R.conv_geometry(p)
     arrays = [inputs[n].astype(np.float64) for n in R.tensor_names(p)[0]]
     direct = C.conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
-    assert _rel_err(direct, ref) < 1e-12
-    assert _rel_err(out32, ref) < 1e-5
+    assert rel_err(direct, ref) < 1e-12
+    assert rel_err(out32, ref) < 1e-5
 
 
 def test_numba_kernel_choice() -> None:
@@ -204,16 +198,16 @@ def test_numba_engine_falls_back_for_dense_layers() -> None:
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
 @pytest.mark.parametrize("mode", ["conv", "trans"])
-def test_chunking_and_row_splits_give_the_same_result(direction: str, mode: str) -> None:
+def test_chunking_and_row_splits_give_the_same_result(direction: str, mode: str, rel_err) -> None:
     p = ConvProblem(direction, "fp32", 5, 6, 4, (9, 8), (3, 3), (1, 1), (2, 2), (1, 1), mode=mode)
     inputs = R.make_inputs(p, 1)
     (whole,) = R.run_reference(p, inputs, precision="fp64").values()
     for budget in (1, 2000, 20000):   # 1 byte: one output row per chunk
         (part,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
-        assert _rel_err(part, whole) < 1e-13
+        assert rel_err(part, whole) < 1e-13
 
 
-def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.MonkeyPatch, rel_err) -> None:
     p = ConvProblem("wrw", "fp32", 4, 8, 8, (10, 10), (3, 3), (1, 1), (1, 1), (1, 1))
     inputs = R.make_inputs(p, 2)
     monkeypatch.setattr(T, "THREADS", 2)
@@ -221,7 +215,7 @@ def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.Monk
     (a,) = R.run_reference(p, inputs, precision="fp64").values()
     monkeypatch.setattr(T, "THREADS", 1)
     (b,) = R.run_reference(p, inputs, precision="fp64").values()
-    assert _rel_err(a, b) < 1e-13
+    assert rel_err(a, b) < 1e-13
 
 
 def test_nhwc_problem_computes_the_same_logical_result() -> None:
@@ -329,7 +323,7 @@ def test_chunk_budget_bounds_memory_of_a_huge_layer() -> None:
 @given(p=conv_problems(), seed=st.integers(0, 3), batched_min=st.sampled_from((1, 1 << 30)),
        budget=st.sampled_from((None, 1, 3000)))
 def test_layout_and_gather_variants_match_torch(p: ConvProblem, seed: int, batched_min: int,
-                                                budget: int | None) -> None:
+                                                budget: int | None, rel_err) -> None:
     """Small problems with the size thresholds lowered, so every code path runs on them:
     per-image and long-GEMM layouts, the phase-split gather of strided layers, the
     per-image weight gradient of 1x1 filters, and row-split chunks."""
@@ -342,11 +336,11 @@ def test_layout_and_gather_variants_match_torch(p: ConvProblem, seed: int, batch
         mp.setattr(CG, "BATCHED_MIN_SPATIAL_1X1", batched_min)
         (out64,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
         (out32,) = R.run_reference(p, inputs, chunk_bytes=budget).values()
-    assert _rel_err(out64, expect) < 1e-12
-    assert _rel_err(out32, expect) < 1e-5
+    assert rel_err(out64, expect) < 1e-12
+    assert rel_err(out32, expect) < 1e-5
 
 
-def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather() -> None:
+def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather(rel_err) -> None:
     # ResNet's stem geometry, small: 7x7 stride 2 pad 3; and a dilated 5x5 stride 2
     for p in (ConvProblem("fwd", "fp32", 2, 3, 4, (40, 38), (7, 7), (3, 3), (2, 2), (1, 1)),
               ConvProblem("wrw", "fp32", 2, 4, 3, (41, 44), (5, 5), (2, 1), (3, 2), (2, 2))):
@@ -358,8 +352,8 @@ def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather() ->
             mp.setattr(CG, "PHASE_GATHER", False)
             assert not CG.uses_phases(g)
             (plain,) = R.run_reference(p, inputs, precision="fp64").values()
-        assert _rel_err(fast, plain) < 1e-13
-        assert _rel_err(fast, torch_conv(p, inputs)) < 1e-12
+        assert rel_err(fast, plain) < 1e-13
+        assert rel_err(fast, torch_conv(p, inputs)) < 1e-12
     # a 1x1 filter has a single tap, a 3x3 stride 2 too few: no phase split
     assert not CG.uses_phases(R.conv_geometry(
         ConvProblem("fwd", "fp32", 2, 8, 8, (40, 40), (1, 1), (0, 0), (2, 2), (1, 1))))
@@ -369,7 +363,7 @@ def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather() ->
 
 @pytest.mark.parametrize("mode", ["conv", "trans"])
 @pytest.mark.parametrize("pad,stride,groups", [(0, 2, 1), (1, 2, 2), (0, 1, 1), (1, 1, 2)])
-def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: int, groups: int) -> None:
+def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: int, groups: int, rel_err) -> None:
     # 12x12 = 144 output pixels: the per-image GEMM path (>= BATCHED_MIN_SPATIAL_1X1)
     size = 12 * stride - (stride - 1) - 2 * pad if mode == "conv" else 12
     p = ConvProblem("wrw", "fp32", 3, 6, 4, (size, size), (1, 1), (pad, pad), (stride, stride), (1, 1),
@@ -381,7 +375,7 @@ def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: i
     per_image = g.cu * g.out_elems * 8
     for budget in (None, per_image, 2 * per_image):   # one chunk; one and two images per chunk
         (out,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
-        assert _rel_err(out, expect) < 1e-12, budget
+        assert rel_err(out, expect) < 1e-12, budget
 
 
 def test_worker_threads_end_on_shutdown_and_come_back_for_the_next_run(monkeypatch) -> None:
