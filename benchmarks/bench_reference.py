@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -272,9 +273,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()), flush=True)
     rows: list[Row] = []
     summary: list[str] = []
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("torch is not installed: nothing to compare with")
         return 1
     if "resnet" in sections:

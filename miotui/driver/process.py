@@ -101,33 +101,29 @@ def process_group_alive(pgid: int) -> bool:
         return True
 
 
-def _group_gone(proc: "subprocess.Popen[bytes]", pgid: int) -> bool:
-    return proc.poll() is not None and not process_group_alive(pgid)
+def _signal_and_wait(proc: "subprocess.Popen[bytes]", sig: int, wait_s: float) -> bool:
+    """Send ``sig`` to the child's process group; whether the group is gone within ``wait_s``."""
+    pgid = proc.pid   # start_new_session: the child leads its own group
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        if proc.poll() is not None and not process_group_alive(pgid):
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def kill_process_group(proc: "subprocess.Popen[bytes]", grace_s: float = KILL_GRACE_S) -> str:
     """SIGTERM the child's whole process group, SIGKILL what is left after ``grace_s``;
     returns what was done (for the result's message).  Takes at most ``grace_s`` +
     ``KILL_WAIT_S`` (plus a scan of /proc per 10 ms)."""
-    pgid = proc.pid   # start_new_session: the child leads its own group
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    end = time.monotonic() + grace_s
-    while time.monotonic() < end:
-        if _group_gone(proc, pgid):
-            return "stopped with SIGTERM"
-        time.sleep(0.01)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    end = time.monotonic() + KILL_WAIT_S
-    while time.monotonic() < end:
-        if _group_gone(proc, pgid):
-            return "killed with SIGKILL"
-        time.sleep(0.01)
+    if _signal_and_wait(proc, signal.SIGTERM, grace_s):
+        return "stopped with SIGTERM"
+    if _signal_and_wait(proc, signal.SIGKILL, KILL_WAIT_S):
+        return "killed with SIGKILL"
     return "SIGKILL sent; a process of the group had not exited yet"
 
 

@@ -8,7 +8,9 @@ torch's OpenMP wait policy (below).  The public entry points are
 
 import os
 
-import miotui.execute.blas  # noqa: F401  (the OpenBLAS hint, before anything imports numpy)
+from miotui.execute.blas import BLAS_CORETYPE_SET  # the OpenBLAS hint is set when blas is imported
+
+__all__ = ["BLAS_CORETYPE_SET"]
 
 # torch's OpenMP threads spin after each op by default; with numpy runs alternating in the
 # same process that idle spinning slowed numpy up to 17x here. Must be set before torch

@@ -214,6 +214,21 @@ def _dw_parallel(fn: Callable[[int, int], None], items: int, elems: int) -> None
 DW_SERIAL_ELEMS = 1 << 16
 
 
+def _phase_plane_pass(name: str, src: np.ndarray, w: np.ndarray, dst: np.ndarray, g: Any,
+                      cancel: Optional[CancelFlag]) -> np.ndarray:
+    """Forward (x -> y) or backward data (dy -> dx) on the phase-plane kernels, batch chunk
+    by chunk, groups split over the threads; returns ``dst``."""
+    kern = kernels()[name]
+    lay = PhaseLayout(g)
+    args = geometry_args(g, lay)
+    wt = taps_weights(w, g)
+    for a, b in batch_chunks(g.n, src[0].nbytes):
+        check_cancel(cancel)
+        s5, d5 = to5d(src[a:b]), to5d(dst[a:b])
+        _parallel(lambda g0, g1, s5=s5, d5=d5: kern(s5, wt, lay.ph, lay.off, d5, *args, g.kg, g.cg, g0, g1), g.groups)
+    return dst
+
+
 def conv_forward(x: np.ndarray, w: np.ndarray, g: Any, cancel: Optional[CancelFlag] = None) -> np.ndarray:
     """y of the underlying convolution ``g`` (a :class:`~miotui.execute.conv_geometry.ConvGeometry`)."""
     x = np.ascontiguousarray(x)
@@ -232,15 +247,7 @@ def conv_forward(x: np.ndarray, w: np.ndarray, g: Any, cancel: Optional[CancelFl
                          plan.blocks * (b - a), x5.size + y5.size)
         if all(finite):
             return y
-    kern = kernels()["conv_fwd"]
-    lay = PhaseLayout(g)
-    args = geometry_args(g, lay)
-    wt = taps_weights(w, g)
-    for a, b in batch_chunks(g.n, x[0].nbytes):
-        check_cancel(cancel)
-        x5, y5 = to5d(x[a:b]), to5d(y[a:b])
-        _parallel(lambda g0, g1, x5=x5, y5=y5: kern(x5, wt, lay.ph, lay.off, y5, *args, g.kg, g.cg, g0, g1), g.groups)
-    return y
+    return _phase_plane_pass("conv_fwd", x, w, y, g, cancel)
 
 
 def conv_backward_data(dy: np.ndarray, w: np.ndarray, g: Any,
@@ -263,16 +270,7 @@ def conv_backward_data(dy: np.ndarray, w: np.ndarray, g: Any,
                          plan.blocks * (b - a), dy5.size + dx5.size)
         if all(finite):
             return dx
-    kern = kernels()["conv_bwd"]
-    lay = PhaseLayout(g)
-    args = geometry_args(g, lay)
-    wt = taps_weights(w, g)
-    for a, b in batch_chunks(g.n, dy[0].nbytes):
-        check_cancel(cancel)
-        dy5, dx5 = to5d(dy[a:b]), to5d(dx[a:b])
-        _parallel(lambda g0, g1, dy5=dy5, dx5=dx5: kern(dy5, wt, lay.ph, lay.off, dx5, *args, g.kg, g.cg, g0, g1),
-                  g.groups)
-    return dx
+    return _phase_plane_pass("conv_bwd", dy, w, dx, g, cancel)
 
 
 def conv_backward_weights(x: np.ndarray, dy: np.ndarray, g: Any,

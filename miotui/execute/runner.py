@@ -145,11 +145,9 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
             return replace(hit, cached=True)
 
     try:
-        if name == "miopen-driver":
-            # the batch is already applied: the driver run must not apply it again
-            res = launch_driver(problem, replace(settings, batch=None), on_progress or (lambda _l: None),
+        if name == "miopen-driver":   # (the batch is applied already: launch_driver finds N = batch)
+            res = launch_driver(problem, settings, on_progress or (lambda _l: None),
                                 cancel if cancel is not None else threading.Event())
-            res = replace(res, settings=settings)
         else:
             res = _run_in_process(get_backend(name), problem, settings, cancel, on_progress)
     except KeyboardInterrupt:
