@@ -1,14 +1,12 @@
 """numpy's BLAS: which kernels it uses, and its thread count.
 
 Imported by the package's ``__init__`` before anything imports numpy: the OpenBLAS
-kernel hint (:func:`prefer_avx512_openblas`) is read when the library loads.  numpy is
-imported here only inside functions.
+kernel hint (:func:`prefer_avx512_openblas`) is read when the library loads.  numpy and
+ctypes are imported here only inside functions (the app imports this at start-up).
 """
 
 from __future__ import annotations
 
-import ctypes
-import glob
 import os
 import sys
 import threading
@@ -56,6 +54,8 @@ BLAS_CORETYPE_SET = prefer_avx512_openblas()
 
 
 def _openblas_paths() -> list[str]:
+    import glob
+
     import numpy as np
     libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
     return glob.glob(os.path.join(libdir, "*openblas*.so*"))
@@ -66,6 +66,7 @@ def blas_info() -> dict[str, Any]:
     info: dict[str, Any] = {"coretype_set_by_miotui": BLAS_CORETYPE_SET,
                             "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
     try:
+        import ctypes
         for path in _openblas_paths():
             lib = ctypes.CDLL(path)
             for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
@@ -94,6 +95,7 @@ class BlasThreads:
         self._get: Optional[Callable[[], int]] = None
         self.reason: Optional[str] = None
         try:
+            import ctypes
             paths = _openblas_paths()
             if not paths:
                 self.reason = "numpy's OpenBLAS library not found"

@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
 #: Threads for the memory-bound parts (im2col copy, col2im adds, numba kernels).
@@ -106,12 +107,13 @@ def run_parallel(fn: Callable[[int, int], None], length: int, nbytes: int) -> No
 # ----------------------------------------------------------------------------- pools
 
 _pool_lock = threading.Lock()
-_split_pool: Optional[ThreadPoolExecutor] = None
-_kernel_pool: Optional[ThreadPoolExecutor] = None
+_split_pool: "Optional[ThreadPoolExecutor]" = None
+_kernel_pool: "Optional[ThreadPoolExecutor]" = None
 
 
-def split_pool() -> ThreadPoolExecutor:
+def split_pool() -> "ThreadPoolExecutor":
     """Persistent workers for the batch split (their scratch buffers survive between runs)."""
+    from concurrent.futures import ThreadPoolExecutor
     global _split_pool
     with _pool_lock:
         if _split_pool is None:
@@ -120,15 +122,16 @@ def split_pool() -> ThreadPoolExecutor:
         return _split_pool
 
 
-def pool_shut_down(pool: ThreadPoolExecutor) -> bool:
+def pool_shut_down(pool: "ThreadPoolExecutor") -> bool:
     """Whether ``pool`` has been replaced by :func:`shutdown_threads` since it was handed out."""
     with _pool_lock:
         return pool is not _split_pool
 
 
-def kernel_pool(workers: int) -> ThreadPoolExecutor:
+def kernel_pool(workers: int) -> "ThreadPoolExecutor":
     """Persistent workers for the depthwise kernels (created on first use): their calls
     take 0.2-1 ms on small layers, so a thread per call (~0.1 ms) would cost too much."""
+    from concurrent.futures import ThreadPoolExecutor
     global _kernel_pool
     with _pool_lock:
         if _kernel_pool is None:
