@@ -25,6 +25,9 @@ every direction.  Each numpy result is checked against torch's (rms_range) as it
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -39,13 +42,13 @@ from typing import Callable, Optional
 # PASSIVE makes torch's threads sleep when idle; blocks of runs with a pause between them
 # (``timed``) let OpenBLAS's workers go to sleep.  Read by libgomp at load: set it first.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# then: reference.py may set OPENBLAS_CORETYPE before numpy loads OpenBLAS
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir))
-from miotui.execute import reference as R  # noqa: E402
-
+# then miotui.execute, before numpy: it may set OPENBLAS_CORETYPE, which OpenBLAS reads when it loads
+importlib.import_module("miotui.execute")
 import numpy as np  # noqa: E402
 
 from miotui.execute import numba_kernels  # noqa: E402
+from miotui.execute import reference as R  # noqa: E402
 from miotui.execute.verify import rms_range  # noqa: E402
 from miotui.problems import ConvProblem  # noqa: E402
 
@@ -156,7 +159,7 @@ def run_resnet(batch: int, repeats: int, layers: list[tuple], check: bool) -> li
         for d in DIRECTIONS:
             prob = problem_for(d, batch, c, h, k, f, s, p)
             inputs = R.make_inputs(prob)
-            ours = lambda: R.run_reference(prob, inputs)  # noqa: E731
+            ours = functools.partial(R.run_reference, prob, inputs)
             theirs = torch_direction(prob, inputs)
             t_ours, t_torch = timed([ours, theirs], repeats)
             err = rms_range(to_numpy(theirs()), next(iter(ours().values()))) if check else None
@@ -172,8 +175,8 @@ def run_depthwise(batch: int, repeats: int, check: bool) -> tuple[list[Row], flo
         for d in DIRECTIONS:
             prob = problem_for(d, batch, c, h, c, 3, s, 1, groups=c)
             inputs = R.make_inputs(prob)
-            ours = lambda: R.run_reference(prob, inputs, engine="numba")  # noqa: E731
-            plain = lambda: R.run_reference(prob, inputs)  # noqa: E731
+            ours = functools.partial(R.run_reference, prob, inputs, engine="numba")
+            plain = functools.partial(R.run_reference, prob, inputs)
             theirs = torch_direction(prob, inputs)
             t_ours, t_torch, t_np = timed([ours, theirs, plain], repeats)
             err = rms_range(to_numpy(theirs()), next(iter(ours().values()))) if check else None
@@ -188,8 +191,8 @@ def run_fp64(batch: int, repeats: int, layers: list[tuple]) -> list[Row]:
         for d in DIRECTIONS:
             prob = problem_for(d, batch, c, h, k, f, s, p)
             inputs = R.make_inputs(prob)
-            t64, t32 = timed([lambda: R.run_reference(prob, inputs, precision="fp64"),
-                              lambda: R.run_reference(prob, inputs)], repeats)
+            t64, t32 = timed([functools.partial(R.run_reference, prob, inputs, precision="fp64"),
+                              functools.partial(R.run_reference, prob, inputs)], repeats)
             rows.append(Row("fp64", name, d, prob.flops / 1e9, t64 * 1e3, t32 * 1e3))
             print(f"  {name:<11} {d:<3}  fp64 {t64 * 1e3:8.2f} ms  fp32 {t32 * 1e3:8.2f} ms  "
                   f"ratio {t64 / t32:5.2f}", flush=True)
@@ -201,7 +204,7 @@ def best_of(runs: int, measure: Callable[[], list[Row]]) -> list[Row]:
     best = measure()
     for i in range(1, runs):
         print(f"  -- run {i + 1} of {runs}", flush=True)
-        for b, r in zip(best, measure()):
+        for b, r in zip(best, measure(), strict=True):
             b.ours_ms = min(b.ours_ms, r.ours_ms)
             b.torch_ms = min(b.torch_ms, r.torch_ms)
             if b.extra_ms is not None and r.extra_ms is not None:
@@ -270,9 +273,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print("environment: " + ", ".join(f"{k}={v}" for k, v in env.items()), flush=True)
     rows: list[Row] = []
     summary: list[str] = []
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("torch is not installed: nothing to compare with")
         return 1
     if "resnet" in sections:

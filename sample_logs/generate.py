@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a synthetic MIOpen log of a ResNet-50 training run (thin wrapper).
 
-The logic lives in ``miotui/samplegen.py`` so the installed package can use it for
+The logic lives in the ``miotui.samplegen`` package so the installed package can use it for
 ``miotui --demo``; this script only makes it runnable from a checkout without installing.
 
 Examples (from the repository root)::

@@ -19,10 +19,13 @@ FAKE_MIOPEN_STYLE (default ``rocm61``)
     ``hang``    prints its preamble and a ``fake-miopendriver: pid P pgid G child C`` line,
                 starts a child process in its process group, then sleeps forever
     ``crash``   prints the algorithm line, then dies of SIGSEGV
+    ``noline``  as rocm61, after writing FAKE_MIOPEN_NOLINE_MB megabytes without a newline
+                (a driver whose progress output never ends a line)
 FAKE_MIOPEN_EXIT        override the exit status (the verdict must come from the output)
 FAKE_MIOPEN_IGNORE_TERM ``1``: ignore SIGTERM (tests SIGKILL escalation)
 FAKE_MIOPEN_ARGV_FILE   write ``sys.argv`` there as JSON (tests prove argv passing)
 FAKE_MIOPEN_LINE_DELAY  seconds to sleep after each line (tests streaming)
+FAKE_MIOPEN_NOLINE_MB   megabytes the ``noline`` style writes before its first newline (default 64)
 
 Kernel times are derived from the layer's FLOP count at a made-up 40 TFLOP/s, so
 different layers print different, plausible numbers.
@@ -37,7 +40,7 @@ import subprocess
 import sys
 import time
 
-STYLES = ("rocm61", "rocm42", "2019", "fail", "runerror", "hang", "crash")
+STYLES = ("rocm61", "rocm42", "2019", "fail", "runerror", "hang", "crash", "noline")
 
 CONV_BASES = {"conv", "convfp16", "convbfp16", "convint8", "convfp32", "convfp8", "convbfp8"}
 TOLERANCE = {"conv": 1.5e-06, "convfp32": 1.5e-06, "convint8": 1.5e-06, "convfp16": 0.0082,
@@ -86,13 +89,13 @@ def conv_numbers(flags: dict[str, str]) -> dict[str, int]:
     h, w = geti(flags, "H", 32), geti(flags, "W", 32)
     fy, fx = geti(flags, "y", 3), geti(flags, "x", 3)
     p, q, u, v = geti(flags, "p", 0), geti(flags, "q", 0), geti(flags, "u", 1), geti(flags, "v", 1)
-    l, j, g = geti(flags, "l", 1), geti(flags, "j", 1), geti(flags, "g", 1)
+    dh, j, g = geti(flags, "l", 1), geti(flags, "j", 1), geti(flags, "g", 1)
     if flags.get("m", "conv") == "trans":
-        ho = (h - 1) * u - 2 * p + l * (fy - 1) + 1
+        ho = (h - 1) * u - 2 * p + dh * (fy - 1) + 1
         wo = (w - 1) * v - 2 * q + j * (fx - 1) + 1
         small = h * w
     else:
-        ho = (h + 2 * p - l * (fy - 1) - 1) // u + 1
+        ho = (h + 2 * p - dh * (fy - 1) - 1) // u + 1
         wo = (w + 2 * q - j * (fx - 1) - 1) // v + 1
         small = ho * wo
     flops = 2 * n * c * k * fy * fx * max(small, 1) // max(g, 1)
@@ -204,7 +207,7 @@ def run_other(base: str, flags: dict[str, str], style: str) -> int:
             out(f"GPU Kernel Min Time {d} Activation Elapsed: {ms * 0.9:f} ms")
             out(f"GPU Kernel Avg Time {d} Activation Elapsed: {ms:f} ms, for {iters} iterations.")
             if fail:
-                out(f"Difference in neuron layer: 0.5 too large at 3 x 0.1 y 0.6 z 0.1")
+                out("Difference in neuron layer: 0.5 too large at 3 x 0.1 y 0.6 z 0.1")
                 rc = 1
             else:
                 out(f"{d} Activation Verifies on CPU and GPU")
@@ -252,10 +255,17 @@ def main(argv: list[str]) -> int:
         return 1
     base = args[0]
     out(("MIOpenDriver: " if style == "2019" else "MIOpenDriver ") + " ".join(args))
-    if style in ("rocm61", "fail", "hang", "crash", "runerror"):
+    if style in ("rocm61", "fail", "hang", "crash", "runerror", "noline"):
         out("PRNG seed: 12345678")
     if style == "hang":
         hang()
+    if style == "noline":
+        chunk = b"#" * (1 << 20)
+        for _ in range(int(float(os.environ.get("FAKE_MIOPEN_NOLINE_MB", "64") or 64))):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+        style = "rocm61"
     flags = parse_flags(args[1:])
     if base in CONV_BASES:
         rc = run_conv(base, flags, style)

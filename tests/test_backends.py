@@ -8,51 +8,60 @@ import os
 import re
 import shutil
 import stat
+import statistics
+import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from miotui.driver import to_driver_argv
-from miotui.execute import runner
-from miotui.execute.backends import (RunSettings, available_backends, find_driver, get_backend,
-                                     resolve_auto)
-from miotui.execute.runner import clear_cache, driver_argv, launch_driver, process_group_alive, run_layer
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem, PoolProblem,
-                             ProblemError, SoftmaxProblem)
+from miotui.driver import process, to_driver_argv
+from miotui.driver.process import process_group_alive
+from miotui.execute import runner, torch_ops
+from miotui.execute.backends import (
+    RunSettings,
+    available_backends,
+    find_driver,
+    get_backend,
+    launch_driver,
+    resolve_auto,
+)
+from miotui.execute.driver_backend import driver_argv
+from miotui.execute.runner import clear_cache, run_layer
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    ProblemError,
+    SoftmaxProblem,
+)
 
-FAKE = str(Path(__file__).with_name("fake_miopendriver.py"))
 HAS_TORCH = available_backends()["torch"] is None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
+HAS_NUMBA = available_backends()["numba"] is None
+needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="numba not installed")
+
+pytestmark = pytest.mark.usefixtures("fresh_run_cache")
 
 SMALL = ConvProblem("fwd", "fp32", 2, 4, 6, (10, 9), (3, 3), (1, 1), (1, 1), (1, 1))
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    clear_cache()
-    yield
-    clear_cache()
+DEPTHWISE = ConvProblem("fwd", "fp32", 2, 8, 8, (10, 10), (3, 3), (1, 1), (1, 1), (1, 1), groups=8)
 
 
 @pytest.fixture
-def fake_env(monkeypatch):
-    """Reset the fake's knobs; tests set the ones they need."""
-    for var in ("FAKE_MIOPEN_STYLE", "FAKE_MIOPEN_EXIT", "FAKE_MIOPEN_IGNORE_TERM", "FAKE_MIOPEN_ARGV_FILE",
-                "FAKE_MIOPEN_LINE_DELAY", "MIOPEN_DRIVER"):
-        monkeypatch.delenv(var, raising=False)
-    return monkeypatch
-
-
-def drv(**kw) -> RunSettings:
-    base = dict(backend="miopen-driver", driver_path=FAKE, iters=5, timeout_s=30)
-    base.update(kw)
-    return RunSettings(**base)
+def drv(fake_driver):
+    """RunSettings for the FAKE driver: drv(iters=3, ...)."""
+    def settings_for(**kw) -> RunSettings:
+        base = dict(backend="miopen-driver", driver_path=fake_driver, iters=5, timeout_s=30)
+        base.update(kw)
+        return RunSettings(**base)
+    return settings_for
 
 
 # ----------------------------------------------------------------------------- in-process backends
@@ -112,7 +121,7 @@ def small_convs(draw):
     dils = tuple(draw(st.integers(1, 2)) for _ in range(nd))
     pads = tuple(draw(st.integers(0, 2)) for _ in range(nd))
     size = tuple(draw(st.integers(4 if nd == 2 else 3, 9 if nd == 2 else 5)) for _ in range(nd))
-    adj = (tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils))
+    adj = (tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils, strict=True))
            if mode == "trans" else ())
     direction = draw(st.sampled_from(["fwd", "bwd", "wrw"]))
     try:
@@ -183,18 +192,61 @@ def test_torch_fusion_runs_the_plans_activation(activ):
 @needs_torch
 def test_torch_fusion_differs_from_the_reference_when_a_part_is_left_out(monkeypatch):
     """The comparison can fail: torch without the batch-norm step does not verify."""
-    import miotui.execute.backends as B
     p = FusionProblem(1, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1))
-    monkeypatch.setattr(B, "torch_fusion", lambda prob, t: {"y": B.torch_activation(
-        B.ActivationProblem("fwd", "fp32", 2, 6, (7, 6)), {"x": B.torch_conv(prob.conv, t)["y"]})["y"]})
+    monkeypatch.setattr(torch_ops, "torch_fusion", lambda prob, t: {"y": torch_ops.torch_activation(
+        ActivationProblem("fwd", "fp32", 2, 6, (7, 6)), {"x": torch_ops.torch_conv(prob.conv, t)["y"]})["y"]})
     res = run_layer(p, RunSettings(backend="torch", iters=1))
     assert res.verification is not None and not res.verification.ok
 
 
-def test_torch_refuses_int8_clearly():
+def test_torch_on_int8_is_not_applicable_and_says_why():
     p = ConvProblem("fwd", "int8", 1, 4, 4, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1))
     res = run_layer(p, RunSettings(backend="torch"))
-    assert res.status == "error" and "int8" in res.message
+    assert res.status == "n/a" and "int8" in res.message and res.median_ms is None
+
+
+@needs_numba
+@pytest.mark.parametrize("problem", [
+    SMALL,                                                                                   # dense
+    ConvProblem("fwd", "fp32", 2, 32, 32, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1), groups=2),  # 16 channels/group
+    BatchNormProblem("fwd_train", "fp32", 2, 3, (8, 8)),
+    FusionProblem(1, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1)),
+], ids=lambda p: f"{p.op}-g{getattr(p, 'groups', 0)}")
+def test_numba_does_not_run_a_layer_its_kernels_do_not_cover(problem):
+    """Before: numba on a dense convolution ran numpy's im2col and was listed as numba."""
+    res = run_layer(problem, RunSettings(backend="numba", iters=1))
+    assert res.status == "n/a", (res.status, res.engine)
+    assert "numba" in res.message and res.median_ms is None and res.verification is None
+    assert res.engine == ""   # nothing ran
+
+
+@needs_numba
+def test_numba_runs_the_layers_its_kernels_cover():
+    for problem in (DEPTHWISE, PoolProblem("fwd", "fp32", 2, 3, (9, 8), (3, 2), (1, 0), (2, 2), mode="max")):
+        res = run_layer(problem, RunSettings(backend="numba", iters=1))
+        assert res.status == "ok", res.message
+        assert res.engine.startswith("numba")
+
+
+@pytest.mark.parametrize("module,backend,problem", [("numba", "numba", DEPTHWISE), ("torch", "torch", SMALL)])
+def test_a_backend_that_is_not_installed_is_not_applicable(module, backend, problem):
+    """The import system says the package is absent (``sys.modules[name] = None``, what
+    an uninstalled package looks like to find_spec), in a fresh interpreter."""
+    code = ("import sys, json\n"
+            f"sys.modules[{module!r}] = None\n"
+            "from miotui.execute.backends import RunSettings, available_backends, run_layer\n"
+            "from miotui.problems import ConvProblem\n"
+            f"p = ConvProblem(*{problem_args(problem)!r}, groups={problem.groups})\n"
+            f"r = run_layer(p, RunSettings(backend={backend!r}, iters=1))\n"
+            f"print(json.dumps([r.status, r.message, available_backends()[{backend!r}]]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    status, message, why = json.loads(out.stdout.strip().splitlines()[-1])
+    assert status == "n/a" and message == why and f"{module} is not installed" in message
+
+
+def problem_args(p: ConvProblem) -> tuple:
+    return (p.direction, p.dtype, p.n, p.c, p.k, p.in_spatial, p.filter, p.pads, p.strides, p.dilations)
 
 
 def test_auto_says_what_it_chose():
@@ -228,9 +280,40 @@ def test_cache_hit_returns_the_same_numbers():
     second = run_layer(SMALL, s)
     assert second.cached
     assert second.median_ms == first.median_ms and second.verification == first.verification
+    assert second.times_ms == first.times_ms
     other = run_layer(SMALL, RunSettings(backend="numpy", iters=3))
     assert not other.cached
     assert runner.cache_info() == 2
+
+
+def test_use_cache_false_always_measures_again():
+    s = RunSettings(backend="numpy", iters=3)
+    first = run_layer(SMALL, s)
+    again = run_layer(SMALL, s, use_cache=False)
+    assert not again.cached and again.times_ms != first.times_ms
+    assert run_layer(SMALL, s).times_ms == first.times_ms   # the cache still holds the first run
+    assert runner.cache_info() == 1
+
+
+def _backends_here() -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = [("numpy", SMALL)]
+    if HAS_NUMBA:
+        out.append(("numba", DEPTHWISE))
+    if HAS_TORCH:
+        out.append(("torch", SMALL))
+    return out
+
+
+@pytest.mark.parametrize("backend,problem", _backends_here(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_in_process_backend_reports_min_median_max_and_each_time(backend, problem):
+    res = run_layer(problem, RunSettings(backend=backend, iters=5))
+    assert res.status == "ok", res.message
+    assert len(res.times_ms) == 5 == res.iterations
+    assert res.min_ms == min(res.times_ms) and res.max_ms == max(res.times_ms)
+    assert res.median_ms == statistics.median(res.times_ms)
+    assert res.spread == pytest.approx(res.median_ms / res.min_ms) and res.noisy == (res.spread > 1.5)
+    d = res.to_dict()
+    assert d["max_ms"] == res.max_ms and d["spread"] == pytest.approx(res.spread)
 
 
 def test_cancel_before_the_first_iteration():
@@ -245,10 +328,10 @@ def test_in_process_timeout_is_an_error_result():
     assert res.status == "error" and "timed out" in res.message
 
 
-def test_a_layer_the_reference_cannot_run_is_an_error_result():
+def test_a_layer_the_reference_cannot_run_is_not_applicable():
     p = PoolProblem("fwd", "int8", 1, 2, (6, 6), (2, 2), (0, 0), (2, 2))
     res = run_layer(p, RunSettings(backend="numpy"))
-    assert res.status == "error" and "int8" in res.message
+    assert res.status == "n/a" and "int8" in res.message
 
 
 def test_unknown_backend_is_an_error_result_not_an_exception():
@@ -276,23 +359,23 @@ def test_dump_writes_miopen_tensor_names(tmp_path):
 
 # ----------------------------------------------------------------------------- MIOpenDriver (fake)
 
-def test_find_driver_order(fake_env, tmp_path):
-    assert find_driver(RunSettings(driver_path=FAKE)) == (FAKE, "--driver")
-    fake_env.setenv("MIOPEN_DRIVER", FAKE)
-    assert find_driver(RunSettings()) == (FAKE, "$MIOPEN_DRIVER")
+def test_find_driver_order(fake_env, tmp_path, fake_driver):
+    assert find_driver(RunSettings(driver_path=fake_driver)) == (fake_driver, "--driver")
+    fake_env.setenv("MIOPEN_DRIVER", fake_driver)
+    assert find_driver(RunSettings()) == (fake_driver, "$MIOPEN_DRIVER")
     path, why = find_driver(RunSettings(driver_path=str(tmp_path / "nope")))
     assert path is None and "does not exist" in why
     path, why = find_driver(RunSettings(driver_path=str(tmp_path)))
     assert path is None and "directory" in why
     # with a launcher the path is on the other machine: not checked here
-    assert find_driver(RunSettings(launcher=("ssh", "gpu")))[0] == FAKE
+    assert find_driver(RunSettings(launcher=("ssh", "gpu")))[0] == fake_driver
     fake_env.delenv("MIOPEN_DRIVER")
     assert find_driver(RunSettings(launcher=("ssh", "gpu")))[0] == "/opt/rocm/bin/MIOpenDriver"
 
 
 @pytest.mark.parametrize("style,reference,tol", [("rocm61", "GPU", 1.5e-06), ("rocm42", "GPU", None),
                                                  ("2019", "CPU", None)])
-def test_driver_result_parsed_from_each_version(fake_env, style, reference, tol):
+def test_driver_result_parsed_from_each_version(fake_env, style, reference, tol, drv, fake_driver):
     fake_env.setenv("FAKE_MIOPEN_STYLE", style)
     res = run_layer(SMALL, drv())
     assert res.status == "ok", res.message
@@ -308,11 +391,11 @@ def test_driver_result_parsed_from_each_version(fake_env, style, reference, tol)
     assert res.detail("algorithm") == "1"
     if style != "2019":
         assert res.detail("solver") == "85/ConvDirectNaiveConvFwd"
-    assert res.argv[:2] == (FAKE, "conv") and res.argv[-6:] == ("-V", "1", "-t", "1", "-i", "5")
+    assert res.argv[:2] == (fake_driver, "conv") and res.argv[-6:] == ("-V", "1", "-t", "1", "-i", "5")
     assert "GPU Kernel Time Forward Conv." in res.driver_output
 
 
-def test_driver_failure_verdict_comes_from_the_output(fake_env):
+def test_driver_failure_verdict_comes_from_the_output(fake_env, drv):
     fake_env.setenv("FAKE_MIOPEN_STYLE", "fail")
     fake_env.setenv("FAKE_MIOPEN_EXIT", "0")      # the exit status says nothing is wrong
     res = run_layer(SMALL, drv())
@@ -321,13 +404,13 @@ def test_driver_failure_verdict_comes_from_the_output(fake_env):
     assert res.verification is not None and not res.verification.ok
 
 
-def test_driver_ok_output_with_nonzero_exit_is_ok_with_a_note(fake_env):
+def test_driver_ok_output_with_nonzero_exit_is_ok_with_a_note(fake_env, drv):
     fake_env.setenv("FAKE_MIOPEN_EXIT", "3")
     res = run_layer(SMALL, drv())
     assert res.status == "ok" and "exit status 3" in res.note
 
 
-def test_driver_run_error_and_crash(fake_env):
+def test_driver_run_error_and_crash(fake_env, drv):
     fake_env.setenv("FAKE_MIOPEN_STYLE", "runerror")
     res = run_layer(SMALL, drv())
     assert res.status == "error" and "RunForwardGPU() FAILED" in res.message
@@ -344,7 +427,7 @@ def test_driver_run_error_and_crash(fake_env):
     LRNProblem("bwd", "fp32", 2, 3, (8, 8)),
     SoftmaxProblem("fwd", "fp32", 2, 3, (8, 8)),
 ], ids=lambda p: f"{p.op}-{p.direction}")
-def test_driver_other_ops(fake_env, problem):
+def test_driver_other_ops(fake_env, problem, drv):
     res = run_layer(problem, drv())
     assert res.status == "ok", (res.message, res.driver_output)
     assert res.median_ms and res.median_ms > 0
@@ -353,14 +436,32 @@ def test_driver_other_ops(fake_env, problem):
     assert run_layer(problem, drv()).status == "failed"
 
 
-def test_launch_driver_applies_the_batch_override(fake_env):
+def test_driver_times_come_from_its_own_output(fake_env, drv):
+    """MIOpenDriver prints an average (conv) and, for batch norm and activation, a
+    minimum too; never a maximum or per-iteration times."""
+    conv = run_layer(SMALL, drv())
+    assert conv.status == "ok" and conv.median_ms and conv.min_ms is None and conv.max_ms is None
+    assert conv.times_ms == () and "no per-iteration times" in conv.detail("timing")
+    bn = run_layer(BatchNormProblem("fwd_train", "fp32", 2, 3, (8, 8)), drv())
+    assert bn.status == "ok", bn.message
+    assert bn.min_ms == pytest.approx(bn.median_ms * 0.9, rel=1e-3) and bn.max_ms is None
+    assert bn.spread == pytest.approx(1 / 0.9, rel=1e-3)
+
+
+def test_a_layer_miopendriver_cannot_express_is_not_applicable(fake_env, drv):
+    p = ConvProblem("fwd", "fp64", 1, 4, 4, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1))
+    res = run_layer(p, drv())
+    assert res.status == "n/a" and "fp64" in res.message and res.argv == ()
+
+
+def test_launch_driver_applies_the_batch_override(fake_env, drv):
     res = launch_driver(SMALL, drv(batch=7), lambda _l: None, threading.Event())
     assert res.status == "ok" and res.problem.n == 7 and "N=7" in res.note
     assert res.argv[res.argv.index("-n") + 1] == "7"
     assert "-n 7" in res.driver_output.splitlines()[0]
 
 
-def test_launch_driver_streams_lines_as_they_arrive(fake_env):
+def test_launch_driver_streams_lines_as_they_arrive(fake_env, drv):
     fake_env.setenv("FAKE_MIOPEN_LINE_DELAY", "0.05")
     seen: list[tuple[float, str]] = []
     t0 = time.monotonic()
@@ -391,7 +492,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("ignore_term", ["0", "1"])
-def test_hang_is_killed_by_timeout_with_its_whole_group(fake_env, ignore_term):
+def test_hang_is_killed_by_timeout_with_its_whole_group(fake_env, ignore_term, drv):
     fake_env.setenv("FAKE_MIOPEN_STYLE", "hang")
     fake_env.setenv("FAKE_MIOPEN_IGNORE_TERM", ignore_term)
     lines: list[str] = []
@@ -400,13 +501,13 @@ def test_hang_is_killed_by_timeout_with_its_whole_group(fake_env, ignore_term):
     took = time.monotonic() - t0
     assert res.status == "error" and "timed out after 1.5 s" in res.message
     assert ("SIGKILL" if ignore_term == "1" else "SIGTERM") in res.message
-    assert took < 1.5 + runner.KILL_GRACE_S + 3
+    assert took < 1.5 + process.KILL_GRACE_S + 3
     pgid, child = _hang_pgid(lines)
     assert not process_group_alive(pgid)
     assert not _alive(child)
 
 
-def test_hang_is_killed_by_cancel(fake_env):
+def test_hang_is_killed_by_cancel(fake_env, drv):
     fake_env.setenv("FAKE_MIOPEN_STYLE", "hang")
     cancel = threading.Event()
     lines: list[str] = []
@@ -425,9 +526,9 @@ def test_hang_is_killed_by_cancel(fake_env):
 
 def test_missing_driver_is_reported_clearly(fake_env, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr("miotui.execute.backends.DEFAULT_DRIVER", str(tmp_path / "rocm" / "MIOpenDriver"))
+    monkeypatch.setattr("miotui.execute.driver_backend.DEFAULT_DRIVER", str(tmp_path / "rocm" / "MIOpenDriver"))
     res = run_layer(SMALL, RunSettings(backend="miopen-driver"))
-    assert res.status == "error"
+    assert res.status == "n/a"   # none named and none installed: the backend is not there
     assert "MIOpenDriver not found" in res.message and "--driver" in res.message
     assert available_backends()["miopen-driver"] == res.message
     res = run_layer(SMALL, RunSettings(backend="miopen-driver", driver_path=str(tmp_path / "MIOpenDriver")))
@@ -437,7 +538,7 @@ def test_missing_driver_is_reported_clearly(fake_env, tmp_path, monkeypatch):
     assert res.status == "error" and "not found" in res.message
 
 
-def test_launcher_prefix_is_passed_as_argv(fake_env, tmp_path):
+def test_launcher_prefix_is_passed_as_argv(fake_env, tmp_path, drv, fake_driver):
     """launcher=("env", ...) proves the prefix runs as argv tokens: env sets a variable,
     then execs the driver with exactly our arguments."""
     argv_file = tmp_path / "argv.json"
@@ -446,12 +547,12 @@ def test_launcher_prefix_is_passed_as_argv(fake_env, tmp_path):
     assert res.status == "ok", res.message
     assert res.argv[:3] == launcher
     got = json.loads(argv_file.read_text())
-    assert got[0] == FAKE
+    assert got[0] == fake_driver
     assert got[1:] == to_driver_argv(SMALL) + ["-V", "1", "-t", "1", "-i", "5"]
     assert res.verification.tolerance != res.verification.tolerance  # rocm42 prints no tolerance (NaN)
     # a python launcher with a non-executable script works the same way
     res = run_layer(SMALL, drv(launcher=(sys.executable,), iters=6))
-    assert res.status == "ok" and res.argv[:2] == (sys.executable, FAKE)
+    assert res.status == "ok" and res.argv[:2] == (sys.executable, fake_driver)
 
 
 def test_ssh_launcher_quotes_remote_tokens(tmp_path):
@@ -462,7 +563,7 @@ def test_ssh_launcher_quotes_remote_tokens(tmp_path):
     assert srun[3] == "/opt/my rocm/MIOpenDriver"   # srun execs argv: no quoting
 
 
-def test_log_derived_text_never_reaches_a_shell(fake_env, tmp_path):
+def test_log_derived_text_never_reaches_a_shell(fake_env, tmp_path, drv, fake_driver):
     """Shell syntax in a logged command or in the driver's path is never interpreted
     (a shell would create ./pwned in the working directory)."""
     fake_env.chdir(tmp_path)
@@ -490,7 +591,7 @@ def test_log_derived_text_never_reaches_a_shell(fake_env, tmp_path):
     weird = tmp_path / "dir with space;$(touch pwned)`touch pwned`"
     weird.mkdir()
     exe = weird / "MIOpenDriver"
-    shutil.copy(FAKE, exe)
+    shutil.copy(fake_driver, exe)
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     res = run_layer(SMALL, drv(driver_path=str(exe)))
     assert res.status == "ok", res.message
@@ -499,7 +600,7 @@ def test_log_derived_text_never_reaches_a_shell(fake_env, tmp_path):
     assert not marker.exists()
 
 
-def test_driver_results_are_cached_but_errors_are_not(fake_env):
+def test_driver_results_are_cached_but_errors_are_not(fake_env, drv):
     s = drv()
     first = run_layer(SMALL, s)
     assert run_layer(SMALL, s).cached

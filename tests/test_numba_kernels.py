@@ -15,17 +15,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from miotui.execute import conv as C
 from miotui.execute import numba_kernels as NK
+from miotui.execute import numba_plans as NP
 from miotui.execute import reference as R
 from miotui.problems import ConvProblem, ProblemError
 
 pytestmark = pytest.mark.skipif(NK.available() is not None, reason="numba not installed")
-
-
-def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a64.shape == b64.shape
-    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-300))
 
 
 @st.composite
@@ -57,48 +53,48 @@ def depthwise_problems(draw) -> ConvProblem:
     except ProblemError:   # a transposed problem with these sizes can be empty
         assume(False)
     g = R.conv_geometry(p)
-    assume(min(g.out_sp) >= 1 and NK._dw_shape_ok(g))   # a transposed problem's underlying conv too
+    assume(min(g.out_sp) >= 1 and NP.dw_shape_ok(g))   # a transposed problem's underlying conv too
     return p
 
 
 def _direct(p: ConvProblem, inputs: dict[str, np.ndarray], dtype: type) -> np.ndarray:
     g = R.conv_geometry(p)
     arrays = [inputs[n].astype(dtype) for n in R.tensor_names(p)[0]]
-    return R._conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
+    return C.conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=depthwise_problems(), seed=st.integers(0, 3))
-def test_depthwise_kernels_match_numpy(p: ConvProblem, seed: int) -> None:
+def test_depthwise_kernels_match_numpy(p: ConvProblem, seed: int, rel_err) -> None:
     g = R.conv_geometry(p)
-    assert NK._dw_plan(g) is not None, "the strategy must reach the plane-stacked kernels"
-    assert NK.conv_applies(g, NK._kernel_of(p)) == (p.groups > 1)   # one channel: a dense conv
+    assert NP.dw_plan(g) is not None, "the strategy must reach the plane-stacked kernels"
+    assert NK.conv_applies(g, NK.kernel_of(p)) == (p.groups > 1)   # one channel: a dense conv
     inputs = R.make_inputs(p, seed)
     (ref,) = R.run_reference(p, inputs, precision="fp64").values()
-    assert _rel_err(_direct(p, inputs, np.float64), ref) < 1e-12
-    assert _rel_err(_direct(p, inputs, np.float32), ref) < 1e-5
+    assert rel_err(_direct(p, inputs, np.float64), ref) < 1e-12
+    assert rel_err(_direct(p, inputs, np.float32), ref) < 1e-5
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
 @pytest.mark.parametrize("stride", [1, 2])
 def test_threads_blocks_and_chunks_give_the_same_result(direction: str, stride: int,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch, rel_err) -> None:
     # 70 channels of 6x6 -> blocks of 8 channels (the last one partial) with a small block size
     p = ConvProblem(direction, "fp32", 5, 70, 70, (12, 12), (3, 3), (1, 1), (stride, stride), (1, 1), groups=70)
     inputs = R.make_inputs(p, 2)
     (ref,) = R.run_reference(p, inputs, precision="fp64").values()
     results = []
     for block, serial, chunk_images in ((4096, 1 << 40, None), (300, 0, None), (300, 0, 2)):
-        monkeypatch.setattr(NK, "_DW_BLOCK", block)
-        monkeypatch.setattr(NK, "_DW_SERIAL_ELEMS", serial)
-        NK._dw_plan.cache_clear()
+        monkeypatch.setattr(NP, "DW_BLOCK", block)
+        monkeypatch.setattr(NK, "DW_SERIAL_ELEMS", serial)
+        NP.dw_plan.cache_clear()
         if chunk_images:
-            monkeypatch.setattr(NK, "_batch_chunks",
+            monkeypatch.setattr(NK, "batch_chunks",
                                 lambda n, _b, k=chunk_images: [(a, min(a + k, n)) for a in range(0, n, k)])
         out = _direct(p, inputs, np.float64)
-        assert _rel_err(out, ref) < 1e-12
+        assert rel_err(out, ref) < 1e-12
         results.append(out)
-    NK._dw_plan.cache_clear()
+    NP.dw_plan.cache_clear()
     if direction != "wrw":   # every output value is one thread's sum in the same order
         np.testing.assert_array_equal(results[0], results[1])
         np.testing.assert_array_equal(results[1], results[2])
@@ -138,13 +134,13 @@ def test_mobilenet_layers_use_the_plane_stacked_kernels() -> None:
         for direction in ("fwd", "bwd", "wrw"):
             p = ConvProblem(direction, "fp32", 8, c, c, (h, h), (3, 3), (1, 1), (s, s), (1, 1), groups=c)
             g = R.conv_geometry(p)
-            assert NK._dw_plan(g) is not None
-            assert NK.conv_applies(g, NK._kernel_of(p))
+            assert NP.dw_plan(g) is not None
+            assert NK.conv_applies(g, NK.kernel_of(p))
             assert "numba" in R.engine_used(p, "numba")
     # a valid (unpadded) depthwise conv is outside the plane-stacked domain: phase-plane kernels
     valid = R.conv_geometry(ConvProblem("fwd", "fp32", 2, 8, 8, (9, 9), (3, 3), (0, 0), (1, 1), (1, 1), groups=8))
-    assert NK._dw_plan(valid) is None and NK.conv_applies(valid, "fwd")
-    # a depthwise 3-D layer whose weight tile would pass _DW_MAX_TILE: phase-plane kernels
+    assert NP.dw_plan(valid) is None and NK.conv_applies(valid, "fwd")
+    # a depthwise 3-D layer whose weight tile would pass DW_MAX_TILE: phase-plane kernels
     big = R.conv_geometry(ConvProblem("fwd", "fp32", 1, 2, 2, (64, 64, 64), (3, 3, 3), (1, 1, 1), (1, 1, 1),
                                       (1, 1, 1), groups=2))
-    assert NK._dw_plan(big) is None and NK.conv_applies(big, "fwd")
+    assert NP.dw_plan(big) is None and NK.conv_applies(big, "fwd")

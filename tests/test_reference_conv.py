@@ -7,14 +7,19 @@ import math
 import threading
 import time
 import tracemalloc
+from concurrent.futures import wait
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from miotui.execute import conv as C
+from miotui.execute import conv_forward as CF
+from miotui.execute import conv_geometry as CG
 from miotui.execute import numba_kernels
 from miotui.execute import reference as R
+from miotui.execute import threads as T
 from miotui.problems import ConvProblem, ProblemError
 
 torch = pytest.importorskip("torch")
@@ -64,12 +69,6 @@ def torch_conv(p: ConvProblem, inputs: dict[str, np.ndarray]) -> np.ndarray:
     return w.grad.numpy()
 
 
-def _rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a64.shape == b64.shape
-    return float(np.max(np.abs(a64 - b64)) / max(float(np.max(np.abs(b64))), 1e-300))
-
-
 @st.composite
 def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_channels: int = 3):
     nd = draw(st.sampled_from((2, 2, 3) if allow_3d else (2,)))
@@ -86,8 +85,8 @@ def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_chann
     adj: tuple[int, ...] = (0,) * nd
     pad_mode = "default"
     if mode == "trans":
-        adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils))
-        pads = tuple(min(p, d * (f - 1)) for p, d, f in zip(pads, dils, filt))
+        adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dils, strict=True))
+        pads = tuple(min(p, d * (f - 1)) for p, d, f in zip(pads, dils, filt, strict=True))
     else:
         pad_mode = draw(st.sampled_from(("default", "default", "same", "valid")))
     try:
@@ -103,20 +102,20 @@ def conv_problems(draw, dtypes=("fp32",), allow_3d: bool = True, max_group_chann
 
 @SETTINGS
 @given(p=conv_problems(), seed=st.integers(0, 3))
-def test_conv_matches_torch_fp64_and_fp32(p: ConvProblem, seed: int) -> None:
+def test_conv_matches_torch_fp64_and_fp32(p: ConvProblem, seed: int, rel_err) -> None:
     inputs = R.make_inputs(p, seed)
     expect = torch_conv(p, inputs)
     (out64,) = R.run_reference(p, inputs, precision="fp64").values()
     assert out64.dtype == np.float64 and out64.shape == expect.shape
-    assert _rel_err(out64, expect) < 1e-12
+    assert rel_err(out64, expect) < 1e-12
     (out32,) = R.run_reference(p, inputs).values()
     assert out32.dtype == np.float32
-    assert _rel_err(out32, expect) < 1e-5
+    assert rel_err(out32, expect) < 1e-5
 
 
 @settings(max_examples=15, deadline=None)
 @given(p=conv_problems(dtypes=("fp16", "bf16"), allow_3d=False), seed=st.integers(0, 3))
-def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int) -> None:
+def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int, rel_err) -> None:
     inputs = R.make_inputs(p, seed)
     for a in inputs.values():
         if p.dtype == "fp16":
@@ -127,7 +126,7 @@ def test_fp16_bf16_inputs_computed_in_fp32(p: ConvProblem, seed: int) -> None:
     expect = torch_conv(p, inputs)
     (out,) = R.run_reference(p, inputs).values()
     assert out.dtype == np.float32
-    assert _rel_err(out, expect) < 1e-5
+    assert rel_err(out, expect) < 1e-5
 
 
 def test_int8_is_exact_int32() -> None:
@@ -155,29 +154,29 @@ def test_int8_large_reduction_falls_back_to_float64_exactly() -> None:
 @pytest.mark.skipif(numba_kernels.available() is not None, reason="numba not installed")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=conv_problems(max_group_channels=3), seed=st.integers(0, 3))
-def test_numba_engine_matches_numpy(p: ConvProblem, seed: int) -> None:
+def test_numba_engine_matches_numpy(p: ConvProblem, seed: int, rel_err) -> None:
     assume(p.groups > 1)
     inputs = R.make_inputs(p, seed)
     (ref,) = R.run_reference(p, inputs, precision="fp64").values()
     (out64,) = R.run_reference(p, inputs, precision="fp64", engine="numba").values()
     (out32,) = R.run_reference(p, inputs, engine="numba").values()
-    uses = numba_kernels.conv_applies(R.conv_geometry(p), numba_kernels._kernel_of(p))
+    uses = numba_kernels.conv_applies(R.conv_geometry(p), numba_kernels.kernel_of(p))
     assert ("numba" in R.engine_used(p, "numba")) == uses
-    assert _rel_err(out64, ref) < 1e-12
+    assert rel_err(out64, ref) < 1e-12
     # the kernels themselves, whether or not the engine picks them for this geometry
     g = R.conv_geometry(p)
     arrays = [inputs[n].astype(np.float64) for n in R.tensor_names(p)[0]]
-    direct = R._conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
-    assert _rel_err(direct, ref) < 1e-12
-    assert _rel_err(out32, ref) < 1e-5
+    direct = C.conv_direction(p.direction, p.mode == "trans", arrays, g, R.CHUNK_BYTES, None, True)
+    assert rel_err(direct, ref) < 1e-12
+    assert rel_err(out32, ref) < 1e-5
 
 
 def test_numba_kernel_choice() -> None:
     dw = ConvProblem("fwd", "fp32", 2, 32, 32, (14, 14), (3, 3), (1, 1), (2, 2), (1, 1), groups=32)
     g = R.conv_geometry(dw)
-    assert numba_kernels._kernel_of(dw) == "fwd"
-    assert numba_kernels._kernel_of(dataclasses.replace(dw, mode="trans")) == "bwd"
-    assert numba_kernels._kernel_of(dataclasses.replace(dw, direction="bwd")) == "bwd"
+    assert numba_kernels.kernel_of(dw) == "fwd"
+    assert numba_kernels.kernel_of(dataclasses.replace(dw, mode="trans")) == "bwd"
+    assert numba_kernels.kernel_of(dataclasses.replace(dw, direction="bwd")) == "bwd"
     assert numba_kernels.conv_applies(g, "fwd")   # depthwise, out == ceil(in/stride): plane-stacked kernels
     assert numba_kernels.conv_applies(g, "wrw")
     assert numba_kernels.conv_applies(g, "bwd")
@@ -199,24 +198,24 @@ def test_numba_engine_falls_back_for_dense_layers() -> None:
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
 @pytest.mark.parametrize("mode", ["conv", "trans"])
-def test_chunking_and_row_splits_give_the_same_result(direction: str, mode: str) -> None:
+def test_chunking_and_row_splits_give_the_same_result(direction: str, mode: str, rel_err) -> None:
     p = ConvProblem(direction, "fp32", 5, 6, 4, (9, 8), (3, 3), (1, 1), (2, 2), (1, 1), mode=mode)
     inputs = R.make_inputs(p, 1)
     (whole,) = R.run_reference(p, inputs, precision="fp64").values()
     for budget in (1, 2000, 20000):   # 1 byte: one output row per chunk
         (part,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
-        assert _rel_err(part, whole) < 1e-13
+        assert rel_err(part, whole) < 1e-13
 
 
-def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_split_over_threads_matches_single_thread(monkeypatch: pytest.MonkeyPatch, rel_err) -> None:
     p = ConvProblem("wrw", "fp32", 4, 8, 8, (10, 10), (3, 3), (1, 1), (1, 1), (1, 1))
     inputs = R.make_inputs(p, 2)
-    monkeypatch.setattr(R, "THREADS", 2)
-    assert R._split_parts(R.conv_geometry(p), False) in (1, 2)
+    monkeypatch.setattr(T, "THREADS", 2)
+    assert C.split_parts(R.conv_geometry(p), False) in (1, 2)
     (a,) = R.run_reference(p, inputs, precision="fp64").values()
-    monkeypatch.setattr(R, "THREADS", 1)
+    monkeypatch.setattr(T, "THREADS", 1)
     (b,) = R.run_reference(p, inputs, precision="fp64").values()
-    assert _rel_err(a, b) < 1e-13
+    assert rel_err(a, b) < 1e-13
 
 
 def test_nhwc_problem_computes_the_same_logical_result() -> None:
@@ -267,7 +266,7 @@ def test_cancel_between_chunks() -> None:
     inputs = R.make_inputs(p)
     ev = threading.Event()
     calls = {"n": 0}
-    real = R._gather
+    real = CF.gather
 
     def gather_then_cancel(*args, **kw):
         calls["n"] += 1
@@ -275,8 +274,8 @@ def test_cancel_between_chunks() -> None:
         return real(*args, **kw)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(R, "_gather", gather_then_cancel)
-        mp.setattr(R, "THREADS", 1)
+        mp.setattr(CF, "gather", gather_then_cancel)
+        mp.setattr(T, "THREADS", 1)
         with pytest.raises(R.Cancelled):
             R.run_reference(p, inputs, cancel=ev, chunk_bytes=10_000)
     assert calls["n"] == 1   # stopped after the first chunk
@@ -316,7 +315,7 @@ def test_chunk_budget_bounds_memory_of_a_huge_layer() -> None:
     assert small < im2col / 3
     assert R.peak_bytes(p, chunk_bytes=1 << 40) > im2col
     # a single image larger than the budget splits its rows
-    plan = R._conv_plan(g, 4, 1 << 20)
+    plan = CG.conv_plan(g, 4, 1 << 20)
     assert plan.images == 1 and plan.rows < p.out_spatial[0]
 
 
@@ -324,67 +323,67 @@ def test_chunk_budget_bounds_memory_of_a_huge_layer() -> None:
 @given(p=conv_problems(), seed=st.integers(0, 3), batched_min=st.sampled_from((1, 1 << 30)),
        budget=st.sampled_from((None, 1, 3000)))
 def test_layout_and_gather_variants_match_torch(p: ConvProblem, seed: int, batched_min: int,
-                                                budget: int | None) -> None:
+                                                budget: int | None, rel_err) -> None:
     """Small problems with the size thresholds lowered, so every code path runs on them:
     per-image and long-GEMM layouts, the phase-split gather of strided layers, the
     per-image weight gradient of 1x1 filters, and row-split chunks."""
     inputs = R.make_inputs(p, seed)
     expect = torch_conv(p, inputs)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(R, "_PHASE_MIN_ROW", 1)
-        mp.setattr(R, "_PHASE_MIN_TAPS_PER_STRIDE", 0)
-        mp.setattr(R, "_BATCHED_MIN_SPATIAL", batched_min)
-        mp.setattr(R, "_BATCHED_MIN_SPATIAL_1X1", batched_min)
+        mp.setattr(CG, "PHASE_MIN_ROW", 1)
+        mp.setattr(CG, "PHASE_MIN_TAPS_PER_STRIDE", 0)
+        mp.setattr(CG, "BATCHED_MIN_SPATIAL", batched_min)
+        mp.setattr(CG, "BATCHED_MIN_SPATIAL_1X1", batched_min)
         (out64,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
         (out32,) = R.run_reference(p, inputs, chunk_bytes=budget).values()
-    assert _rel_err(out64, expect) < 1e-12
-    assert _rel_err(out32, expect) < 1e-5
+    assert rel_err(out64, expect) < 1e-12
+    assert rel_err(out32, expect) < 1e-5
 
 
-def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather() -> None:
+def test_phase_gather_is_used_for_strided_rows_and_matches_the_plain_gather(rel_err) -> None:
     # ResNet's stem geometry, small: 7x7 stride 2 pad 3; and a dilated 5x5 stride 2
     for p in (ConvProblem("fwd", "fp32", 2, 3, 4, (40, 38), (7, 7), (3, 3), (2, 2), (1, 1)),
               ConvProblem("wrw", "fp32", 2, 4, 3, (41, 44), (5, 5), (2, 1), (3, 2), (2, 2))):
         g = R.conv_geometry(p)
-        assert R._uses_phases(g)
+        assert CG.uses_phases(g)
         inputs = R.make_inputs(p, 4)
         (fast,) = R.run_reference(p, inputs, precision="fp64").values()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(R, "_PHASE_GATHER", False)
-            assert not R._uses_phases(g)
+            mp.setattr(CG, "PHASE_GATHER", False)
+            assert not CG.uses_phases(g)
             (plain,) = R.run_reference(p, inputs, precision="fp64").values()
-        assert _rel_err(fast, plain) < 1e-13
-        assert _rel_err(fast, torch_conv(p, inputs)) < 1e-12
+        assert rel_err(fast, plain) < 1e-13
+        assert rel_err(fast, torch_conv(p, inputs)) < 1e-12
     # a 1x1 filter has a single tap, a 3x3 stride 2 too few: no phase split
-    assert not R._uses_phases(R.conv_geometry(
+    assert not CG.uses_phases(R.conv_geometry(
         ConvProblem("fwd", "fp32", 2, 8, 8, (40, 40), (1, 1), (0, 0), (2, 2), (1, 1))))
-    assert not R._uses_phases(R.conv_geometry(
+    assert not CG.uses_phases(R.conv_geometry(
         ConvProblem("fwd", "fp32", 2, 8, 8, (40, 40), (3, 3), (1, 1), (2, 2), (1, 1))))
 
 
 @pytest.mark.parametrize("mode", ["conv", "trans"])
 @pytest.mark.parametrize("pad,stride,groups", [(0, 2, 1), (1, 2, 2), (0, 1, 1), (1, 1, 2)])
-def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: int, groups: int) -> None:
-    # 12x12 = 144 output pixels: the per-image GEMM path (>= _BATCHED_MIN_SPATIAL_1X1)
+def test_weight_gradient_of_1x1_filters_per_image(mode: str, pad: int, stride: int, groups: int, rel_err) -> None:
+    # 12x12 = 144 output pixels: the per-image GEMM path (>= BATCHED_MIN_SPATIAL_1X1)
     size = 12 * stride - (stride - 1) - 2 * pad if mode == "conv" else 12
     p = ConvProblem("wrw", "fp32", 3, 6, 4, (size, size), (1, 1), (pad, pad), (stride, stride), (1, 1),
                     groups=groups, mode=mode)
     g = R.conv_geometry(p)
-    assert g.out_elems >= R._BATCHED_MIN_SPATIAL_1X1
+    assert g.out_elems >= CG.BATCHED_MIN_SPATIAL_1X1
     inputs = R.make_inputs(p, 6)
     expect = torch_conv(p, inputs)
     per_image = g.cu * g.out_elems * 8
     for budget in (None, per_image, 2 * per_image):   # one chunk; one and two images per chunk
         (out,) = R.run_reference(p, inputs, precision="fp64", chunk_bytes=budget).values()
-        assert _rel_err(out, expect) < 1e-12, budget
+        assert rel_err(out, expect) < 1e-12, budget
 
 
 def test_worker_threads_end_on_shutdown_and_come_back_for_the_next_run(monkeypatch) -> None:
-    monkeypatch.setattr(R, "THREADS", 2)
+    monkeypatch.setattr(T, "THREADS", 2)
     p = ConvProblem("fwd", "fp32", 4, 8, 8, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1))
     inputs = R.make_inputs(p)
     first = R.run_reference(p, inputs)
-    assert R._split_parts(R.conv_geometry(p), False) == 2   # so the run used the pool
+    assert C.split_parts(R.conv_geometry(p), False) == 2   # so the run used the pool
     R.shutdown_threads()
     deadline = time.monotonic() + 5
     while any(t.name.startswith("miotui-ref") for t in threading.enumerate()) and time.monotonic() < deadline:
@@ -396,12 +395,12 @@ def test_worker_threads_end_on_shutdown_and_come_back_for_the_next_run(monkeypat
 def test_a_run_whose_parts_shutdown_drops_ends_cancelled_not_failed(monkeypatch) -> None:
     """The app quits (shutdown_threads) while a split run's parts wait in the queue:
     the run ends with Cancelled, which the runner reports as cancelled, not as an error."""
-    monkeypatch.setattr(R, "THREADS", 2)
+    monkeypatch.setattr(T, "THREADS", 2)
     R.shutdown_threads()
     p = ConvProblem("fwd", "fp32", 4, 8, 8, (32, 32), (3, 3), (1, 1), (1, 1), (1, 1))
-    assert R._split_parts(R.conv_geometry(p), False) == 2
+    assert C.split_parts(R.conv_geometry(p), False) == 2
     inputs = R.make_inputs(p)
-    pool = R._get_split_pool()
+    pool = T.split_pool()
     release = threading.Event()
     busy = [pool.submit(release.wait) for _ in range(2)]   # both workers taken: the parts queue
     outcome: list[BaseException] = []
@@ -425,5 +424,6 @@ def test_a_run_whose_parts_shutdown_drops_ends_cancelled_not_failed(monkeypatch)
     runner.join(10)
     assert queued >= 2 and not runner.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], R.Cancelled), outcome
+    wait(busy, timeout=10)   # the workers finish what they held once released
     assert all(f.done() for f in busy)
-    assert not any(R._all_workspaces), "shutdown_threads frees the cached scratch buffers"
+    assert not any(T.all_workspaces), "shutdown_threads frees the cached scratch buffers"

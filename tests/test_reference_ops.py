@@ -12,8 +12,15 @@ from hypothesis import strategies as st
 from miotui.execute import numba_kernels
 from miotui.execute import reference as R
 from miotui.execute import reference_ops as O
-from miotui.problems import (ActivationProblem, BatchNormProblem, FusionProblem, LRNProblem, PoolProblem,
-                             ProblemError, SoftmaxProblem)
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    ProblemError,
+    SoftmaxProblem,
+)
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -23,7 +23,8 @@ from miotui.samplegen import SampleSpec, generate_text, ground_truth
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # §1 prefix regex (tolerates every version since 2.0); old 1.x params have no prefix.
-PREFIX = re.compile(r"^(?:(?P<tid>\d+) )?MIOpen(?:\((?P<backend>HIP|OpenCL)\))?(?P<elapsed> *\d+\.\d{3})?: (?P<body>.*)$")
+PREFIX = re.compile(r"^(?:(?P<tid>\d+) )?MIOpen(?:\((?P<backend>HIP|OpenCL)\))?(?P<elapsed> *\d+\.\d{3})?: "
+                    r"(?P<body>.*)$")
 HEADER = re.compile(r"^miopenStatus_t (miopen\w+)\(([^()]*)\)\{$")
 NEW_TENSOR = re.compile(r"^\{([\d, ]*)\}, \{([\d, ]*)\}, packed, $")
 OLD_TENSOR = re.compile(r"^\d+(, \d+)*$")
@@ -194,7 +195,7 @@ def test_trace2x_shapes(elapsed):
         # setw(8) with 3 decimals: "   0.012"; Find calls leave gaps of hundreds of ms
         assert all(len(e) >= 8 for _, e, _ in bodies)
         assert max(float(e) for _, e, _ in bodies) > 100
-    for tid, _, body in bodies:
+    for _tid, _, body in bodies:
         if HEADER.match(body) or body == "}":
             continue
         if m := COMMAND.match(body):
@@ -326,7 +327,8 @@ def test_info_shapes(level):
     if level == 6:
         # network config (§7.4) and find-db key (§7.3) of ROCm 5.7
         assert re.search(r"^Info2 \[GetInvoker\] Returning an invoker for problem "
-                         r"3x224x224x7x7x64x112x112x32xNCHWxFP32x3x3x2x2x1x1x1xF and algorithm miopenConvolutionFwdAlgo\w+$",
+                         r"3x224x224x7x7x64x112x112x32xNCHWxFP32x3x3x2x2x1x1x1xF and algorithm "
+                         r"miopenConvolutionFwdAlgo\w+$",
                          joined, re.M)
         assert re.search(r"^Info2 \[FindRecordUnsafe\] Looking for key "
                          r"3-224-224-7x7-64-112-112-32-3x3-2x2-1x1-0-NCHW-FP32-F in file \S+\.ufdb\.txt$", joined, re.M)

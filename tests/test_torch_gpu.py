@@ -13,10 +13,10 @@ import time
 import pytest
 
 from miotui.execute import guard
-from miotui.execute.backends import (GPU_QUEUE_AHEAD, RunSettings, TorchBackend, _fp32_without_tf32, _wait_for_event,
-                                     available_backends, get_backend)
-from miotui.execute.reference import Cancelled
-from miotui.execute.runner import clear_cache, run_layer
+from miotui.execute.backends import RunSettings, available_backends, get_backend
+from miotui.execute.runner import run_layer
+from miotui.execute.threads import Cancelled
+from miotui.execute.torch_backend import GPU_QUEUE_AHEAD, TorchBackend, fp32_without_tf32, wait_for_event
 from miotui.problems import BatchNormProblem, ConvProblem, PoolProblem
 
 HAS_TORCH = available_backends()["torch"] is None
@@ -36,11 +36,7 @@ needs_gpu = pytest.mark.skipif(not _has_gpu(), reason="torch sees no GPU here")
 LAYER = dict(n=4, c=64, k=64, in_spatial=(56, 56), filter=(3, 3), pads=(1, 1), strides=(1, 1), dilations=(1, 1))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    clear_cache()
-    yield
-    clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_run_cache")
 
 
 @needs_torch
@@ -48,7 +44,7 @@ def test_tf32_switch_uses_the_flags_other_torch_code_can_still_read():
     import torch
     before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
     try:
-        _fp32_without_tf32(torch)
+        fp32_without_tf32(torch)
         assert torch.backends.cudnn.allow_tf32 is False and torch.backends.cuda.matmul.allow_tf32 is False
         with torch.backends.cudnn.flags(enabled=True):   # raises on a "mix of legacy and new APIs"
             pass
@@ -170,7 +166,7 @@ def test_waiting_for_the_gpu_answers_a_cancel_from_another_thread():
     threading.Timer(0.05, cancel.set).start()
     t0 = time.monotonic()
     with pytest.raises(Cancelled):
-        _wait_for_event(event, cancel)
+        wait_for_event(event, cancel)
     assert event.polls > 1 and time.monotonic() - t0 < 5
 
 

@@ -13,13 +13,15 @@ from hypothesis import strategies as st
 
 from miotui.execute import reference as R
 from miotui.execute import verify as V
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem,
-                             PoolProblem, SoftmaxProblem)
-
-
-def conv(direction: str = "fwd", dtype: str = "fp32", n: int = 2, hw: int = 8, mode: str = "conv") -> ConvProblem:
-    return ConvProblem(direction, dtype, n, 4, 6, (hw, hw), (3, 3), (1, 1), (1, 1), (1, 1), mode=mode)
-
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    SoftmaxProblem,
+)
 
 # ----------------------------------------------------------------------------- rms_range
 
@@ -53,7 +55,7 @@ def test_rms_range_properties(values: list[float], scale: float) -> None:
 
 @pytest.mark.parametrize("dtype,expected", [("fp32", 1.5e-6), ("int8", 1.5e-6), ("fp16", 8.2e-3),
                                             ("bf16", 8.2e-3 * 8), ("fp8", 1.5e-6 * 37), ("bf8", 1.5e-6 * 37)])
-def test_conv_forward_tolerance_per_dtype(dtype: str, expected: float) -> None:
+def test_conv_forward_tolerance_per_dtype(dtype: str, expected: float, conv) -> None:
     for direction in ("fwd", "bwd"):
         tol, why = V.tolerance_for(conv(direction, dtype))
         assert tol == pytest.approx(expected)
@@ -62,7 +64,7 @@ def test_conv_forward_tolerance_per_dtype(dtype: str, expected: float) -> None:
 
 @pytest.mark.parametrize("algorithm", ["5", "miopenConvolutionAlgoImplicitGEMM", "ConvHipImplicitGemmV4R1Fwd",
                                        "ConvAsmImplicitGemmGTCDynamicFwdXdlops 0.2 ms ws=0"])
-def test_implicit_gemm_multiplies_forward_and_backward_data_by_ten(algorithm: str) -> None:
+def test_implicit_gemm_multiplies_forward_and_backward_data_by_ten(algorithm: str, conv) -> None:
     assert V.algorithm_kind(algorithm) == "igemm"
     assert V.tolerance_for(conv("fwd"), algorithm)[0] == pytest.approx(1.5e-5)
     assert V.tolerance_for(conv("bwd", "fp16"), algorithm)[0] == pytest.approx(8.2e-2)
@@ -70,7 +72,7 @@ def test_implicit_gemm_multiplies_forward_and_backward_data_by_ten(algorithm: st
     assert V.tolerance_for(conv("fwd"), "1")[0] == pytest.approx(1.5e-6)   # Direct
 
 
-def test_backward_weights_tolerances() -> None:
+def test_backward_weights_tolerances(conv) -> None:
     small = conv("wrw", n=1, hw=8)   # reduction 64: MIOpen's fixed values
     assert V.tolerance_for(small)[0] == pytest.approx(3e-6)
     assert V.tolerance_for(dataclasses.replace(small, mode="trans"))[0] == pytest.approx(6e-6)
@@ -123,7 +125,7 @@ def _ref_and_fp32(p):
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
-def test_fp32_reference_verifies_against_fp64(direction: str) -> None:
+def test_fp32_reference_verifies_against_fp64(direction: str, conv) -> None:
     p = conv(direction)
     ref, out = _ref_and_fp32(p)
     v = V.compare(p, ref, out)
@@ -133,7 +135,7 @@ def test_fp32_reference_verifies_against_fp64(direction: str) -> None:
     assert "rms_range" in v.how and "float64" in v.how and f"{v.tolerance:.3g}" in v.how
 
 
-def test_fp16_output_rounding_passes_the_fp16_tolerance_and_fails_fp32s() -> None:
+def test_fp16_output_rounding_passes_the_fp16_tolerance_and_fails_fp32s(conv) -> None:
     p = conv("fwd", "fp16")
     ref, out = _ref_and_fp32(p)
     rounded = {"y": out["y"].astype(np.float16)}
@@ -141,7 +143,7 @@ def test_fp16_output_rounding_passes_the_fp16_tolerance_and_fails_fp32s() -> Non
     assert not V.compare(dataclasses.replace(p, dtype="fp32"), ref, rounded).ok
 
 
-def test_perturbed_nan_missing_and_misshaped_outputs_fail() -> None:
+def test_perturbed_nan_missing_and_misshaped_outputs_fail(conv) -> None:
     p = conv("fwd")
     ref, out = _ref_and_fp32(p)
     bad = out["y"].copy()
@@ -158,11 +160,12 @@ def test_perturbed_nan_missing_and_misshaped_outputs_fail() -> None:
     assert not v.ok and v.rms_range == sys.float_info.max
 
 
-def test_igemm_tolerance_changes_the_verdict() -> None:
+def test_igemm_tolerance_changes_the_verdict(conv) -> None:
     p = conv("fwd")
     ref, out = _ref_and_fp32(p)
     # an error between 1.5e-6 and 1.5e-5 in rms_range
-    noisy = out["y"] + (np.abs(ref["y"]).max() * 4e-6) * np.sign(np.random.default_rng(0).standard_normal(out["y"].shape))
+    signs = np.sign(np.random.default_rng(0).standard_normal(out["y"].shape))
+    noisy = out["y"] + (np.abs(ref["y"]).max() * 4e-6) * signs
     assert not V.compare(p, ref, {"y": noisy}).ok
     v = V.compare(p, ref, {"y": noisy}, algorithm="ConvHipImplicitGemmV4R1Fwd")
     assert v.ok and "ImplicitGEMM" in v.how
@@ -218,6 +221,7 @@ def test_activation_elementwise_rule_accepts_small_absolute_or_relative_errors()
 def test_wrw_tolerance_growth_cannot_let_a_wrong_result_pass():
     """Review finding: an unbounded sqrt(L) factor let an all-zero bf16 weight gradient pass."""
     import numpy as np
+
     from miotui.execute.reference import make_inputs, run_reference
     from miotui.execute.verify import compare, tolerance_for
     from miotui.problems import ConvProblem

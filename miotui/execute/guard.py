@@ -5,8 +5,9 @@ segmentation network, say), and numpy allocates without asking: an out-of-memory
 would take the whole app with it.  So before anything is allocated the runner asks
 :func:`check_memory`, which adds up what the run will hold at its peak (the backend's
 run, the float64 verification reference, the tensors compared) from the shapes alone,
-compares it with what the machine has free (``psutil.virtual_memory().available``,
-less headroom for everything else), and, when it does not fit, says so and suggests the
+compares it with what the process can still allocate (the machine's free memory, or
+less when a cgroup limit binds: :mod:`miotui.execute.host_memory`), less headroom for
+everything else, and, when it does not fit, says so and suggests the
 largest batch that would: the same layer with fewer images is usually what a user
 wants to look at anyway (``--batch N``).
 
@@ -23,8 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from miotui.problems import (BatchNormProblem, ConvProblem, FusionProblem, Problem, ProblemError,
-                             DTYPE_BYTES)
+from miotui.execute.host_memory import cgroup_memory
+from miotui.problems import DTYPE_BYTES, BatchNormProblem, ConvProblem, FusionProblem, Problem, ProblemError
 
 #: Fraction of the available memory a run may plan to use; the rest is left to the
 #: app, the OS page cache and estimation error.
@@ -64,6 +65,15 @@ def with_batch(problem: Problem, n: int) -> Problem:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ProblemError(f"batch must be a positive integer, got {n!r}")
     return dataclasses.replace(problem, n=n)  # type: ignore[type-var]
+
+
+def batch_override(problem: Problem, batch: Optional[int]) -> tuple[Problem, str]:
+    """The layer with ``batch`` images (None: as logged), and the note that says so.
+
+    Raises ProblemError for a batch that is not a positive integer."""
+    if batch is None or batch == problem.n:
+        return problem, ""
+    return with_batch(problem, batch), f"batch overridden: N={batch} (the log's layer has N={problem.n})"
 
 
 def validate(problem: object) -> Optional[str]:
@@ -172,9 +182,22 @@ def estimate_bytes(problem: Problem, backend: str, *, verify: bool = True, devic
 
 
 def available_memory() -> int:
-    """Bytes the OS says can be allocated without swapping."""
+    """Bytes this process can allocate without swapping or meeting its cgroup's limit:
+    the smaller of the machine's free memory and what the tightest cgroup limit leaves
+    (:mod:`miotui.execute.host_memory`)."""
     import psutil
-    return int(psutil.virtual_memory().available)
+    free = int(psutil.virtual_memory().available)
+    cgroup = cgroup_memory()
+    return free if cgroup is None else min(free, cgroup.available)
+
+
+def _limit_note(avail: int) -> str:
+    """What bounds ``avail``, when it is a cgroup limit (a container's, a job's)."""
+    cgroup = cgroup_memory()
+    if cgroup is None or cgroup.available > avail:
+        return ""
+    return (f" (the cgroup v{cgroup.version} memory limit on this process, {fmt_bytes(cgroup.limit)} set in "
+            f"{cgroup.path}, of which {fmt_bytes(cgroup.usage)} is in use)")
 
 
 def budget_for(available: int) -> int:
@@ -213,7 +236,8 @@ def check_memory(problem: Problem, backend: str, *, verify: bool = True,
         def fits(p: Problem) -> bool:
             return estimate_bytes(p, backend, verify=verify, device=device) <= budget
         n = largest_batch(problem, fits)
-        return MemoryCheck(False, need, avail, budget, _refusal(problem, backend, need, avail, n, "memory", verify),
+        what = "memory" + (_limit_note(avail) if available is None else "")
+        return MemoryCheck(False, need, avail, budget, _refusal(problem, backend, need, avail, n, what, verify),
                            n, "host")
     if backend == "torch" and device != "cpu":
         dev_need = torch_bytes(problem, device)[1]
@@ -244,5 +268,6 @@ def _refusal(problem: Problem, backend: str, need: int, avail: int, n: int, what
             f"but only {fmt_bytes(avail)} of {what} is free (keeping {int((1 - HEADROOM_FRACTION) * 100)}% "
             f"+ {fmt_bytes(RESERVE_BYTES)} headroom)")
     if n >= 1:
-        return f"{head}; the largest batch that fits is {n} images (run it with --batch {n}; the log's layer has N={problem.n})"
+        return (f"{head}; the largest batch that fits is {n} images (run it with --batch {n}; "
+                f"the log's layer has N={problem.n})")
     return f"{head}; even one image does not fit"

@@ -29,18 +29,29 @@ spatial mode, (1, C, *spatial) per activation, in the problem's ``param_dtype``.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Optional
 
 import numpy as np
 
-from miotui.execute.reference import (Cancelled, ReferenceUnsupported, _check_cancel, compute_dtype,
-                                      round_to_dtype, run_conv, storage_dtype, uniform)
-from miotui.problems import (FUSION_ACTIV_MODES, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, Problem, SoftmaxProblem)
+from miotui.execute import numba_kernels
+from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_names, run_conv
+from miotui.execute.reference_pool import pool_backward, pool_forward
+from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
+from miotui.execute.threads import CancelFlag, check_cancel
+from miotui.problems import (
+    FUSION_ACTIV_MODES,
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    Problem,
+    SoftmaxProblem,
+)
 
 __all__ = ["tensor_names", "make_inputs", "run_op", "peak_bytes", "engine_used", "BN_EPSILON",
-           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON", "Cancelled"]
+           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON"]
 
 #: MIOpenDriver's batch-norm epsilon (``driver/bn_driver.hpp`` ``#define EPSILON 1e-3``).
 BN_EPSILON = 1e-3
@@ -88,8 +99,7 @@ def tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
             ins += ("scale", "bn_bias", "est_mean", "est_var")
         return ins, ("y",)
     if isinstance(problem, ConvProblem):
-        from miotui.execute.reference import tensor_names as conv_names
-        return conv_names(problem)
+        return conv_tensor_names(problem)
     raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
 
 
@@ -128,8 +138,7 @@ def _activation_input(p: ActivationProblem, seed: int) -> np.ndarray:
 def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     """Random inputs for a non-conv problem (see reference.make_inputs for the conventions)."""
     if isinstance(problem, ConvProblem):
-        from miotui.execute.reference import make_inputs as conv_inputs
-        return conv_inputs(problem, seed)
+        return conv_make_inputs(problem, seed)
     dtype = "fp32" if problem.dtype == "unknown" else problem.dtype
     names = tensor_names(problem)[0]
     out: dict[str, np.ndarray] = {}
@@ -203,100 +212,6 @@ def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
 
 def _f(a: np.ndarray, dt: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dt)
-
-
-# ----------------------------------------------------------------------------- pooling
-
-def _pool_taps(p: PoolProblem) -> list[tuple[int, ...]]:
-    return list(np.ndindex(*p.window))
-
-
-def _pool_tap_slices(p: PoolProblem, tap: tuple[int, ...]) -> tuple[slice, ...]:
-    out = p.out_spatial
-    return tuple(slice(t, t + (o - 1) * s + 1, s) for t, o, s in zip(tap, out, p.strides))
-
-
-def _pool_counts(p: PoolProblem) -> np.ndarray:
-    """In-bounds window size per output position (MIOpen's AVE pool size), broadcastable."""
-    counts = None
-    for axis, (i, w, pad, s, o) in enumerate(zip(p.in_spatial, p.window, p.pads, p.strides, p.out_spatial)):
-        start = np.arange(o) * s - pad
-        n = np.minimum(start + w, i) - np.maximum(start, 0)
-        shape = [1] * p.ndim
-        shape[axis] = o
-        n = np.maximum(n, 0).reshape(shape)
-        counts = n if counts is None else counts * n
-    assert counts is not None
-    return counts
-
-
-def _pool_padded(p: PoolProblem, x: np.ndarray, fill: float) -> np.ndarray:
-    padded = tuple(i + 2 * pad for i, pad in zip(p.in_spatial, p.pads))
-    buf = np.full(x.shape[:2] + padded, fill, dtype=x.dtype)
-    buf[(slice(None), slice(None)) + tuple(slice(pad, pad + i) for pad, i in zip(p.pads, p.in_spatial))] = x
-    return buf
-
-
-def _pool_max_numpy(p: PoolProblem, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(y, tap index of each window's first maximum; -1 where the window is all padding)."""
-    xp = _pool_padded(p, x, -np.inf)
-    y = np.full(x.shape[:2] + p.out_spatial, -np.inf, dtype=x.dtype)
-    arg = np.full(y.shape, -1, dtype=np.int32)
-    for t, tap in enumerate(_pool_taps(p)):
-        cand = xp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
-        better = cand > y          # strict: the first maximum in scan order wins, as MIOpen
-        np.copyto(y, cand, where=better)
-        arg[better] = t
-    y[arg < 0] = 0                 # MIOpen writes 0 for a window with no input element
-    return y, arg
-
-
-def pool_forward(p: PoolProblem, x: np.ndarray, engine: str = "numpy",
-                 cancel: Optional[threading.Event] = None) -> np.ndarray:
-    if engine == "numba" and _numba_ok():
-        from miotui.execute import numba_kernels
-        return numba_kernels.pool_forward(x, p.mode, p.window, p.strides, p.pads, p.out_spatial, cancel)[0]
-    if p.mode == "max":
-        return _pool_max_numpy(p, x)[0]
-    xp = _pool_padded(p, x, 0.0)
-    acc = np.zeros(x.shape[:2] + p.out_spatial, dtype=x.dtype)
-    for tap in _pool_taps(p):
-        acc += xp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
-    if p.mode == "avg":        # miopenPoolingAverage: in-bounds elements only
-        counts = np.maximum(_pool_counts(p), 1)
-    else:                       # miopenPoolingAverageInclusive: the whole window
-        counts = np.array(math.prod(p.window))
-    return acc / counts.astype(x.dtype)
-
-
-def pool_backward(p: PoolProblem, x: np.ndarray, dy: np.ndarray, engine: str = "numpy",
-                  cancel: Optional[threading.Event] = None) -> np.ndarray:
-    if engine == "numba" and _numba_ok():
-        from miotui.execute import numba_kernels
-        idx = None
-        if p.mode == "max":
-            idx = numba_kernels.pool_forward(x, p.mode, p.window, p.strides, p.pads, p.out_spatial, cancel)[1]
-        return numba_kernels.pool_backward(dy, idx, x.shape, p.mode, p.window, p.strides, p.pads, cancel)
-    padded = tuple(i + 2 * pad for i, pad in zip(p.in_spatial, p.pads))
-    dxp = np.zeros(x.shape[:2] + padded, dtype=dy.dtype)
-    if p.mode == "max":
-        arg = _pool_max_numpy(p, x)[1]
-        for t, tap in enumerate(_pool_taps(p)):
-            view = dxp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
-            view += np.where(arg == t, dy, 0)
-    else:
-        counts = np.maximum(_pool_counts(p), 1) if p.mode == "avg" else np.array(math.prod(p.window))
-        g = dy / counts.astype(dy.dtype)
-        for tap in _pool_taps(p):
-            view = dxp[(slice(None), slice(None)) + _pool_tap_slices(p, tap)]
-            view += g
-    crop = (slice(None), slice(None)) + tuple(slice(pad, pad + i) for pad, i in zip(p.pads, p.in_spatial))
-    return np.ascontiguousarray(dxp[crop])
-
-
-def _numba_ok() -> bool:
-    from miotui.execute import numba_kernels
-    return numba_kernels.available() is None
 
 
 # ----------------------------------------------------------------------------- batch norm
@@ -498,7 +413,7 @@ def softmax(p: SoftmaxProblem, x: np.ndarray, dy: Optional[np.ndarray]) -> np.nd
 # ----------------------------------------------------------------------------- fusion
 
 def fusion(p: FusionProblem, t: dict[str, np.ndarray], precision: str, engine: str,
-           cancel: Optional[threading.Event]) -> np.ndarray:
+           cancel: Optional[CancelFlag]) -> np.ndarray:
     """A CBAInfer plan as its parts: conv -> bias -> batch norm (inference) -> activation."""
     dt = compute_dtype(p, precision)
     if p.has_conv:
@@ -535,10 +450,10 @@ def _check_dtype(problem: Problem) -> None:
 
 
 def run_op(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-           cancel: Optional[threading.Event] = None, engine: str = "numpy",
+           cancel: Optional[CancelFlag] = None, engine: str = "numpy",
            chunk_bytes: Optional[int] = None) -> dict[str, np.ndarray]:
     """Run a non-conv problem; see reference.run_reference."""
-    _check_cancel(cancel)
+    check_cancel(cancel)
     _check_dtype(problem)
     dt = compute_dtype(problem, precision)
     if isinstance(problem, FusionProblem):
@@ -574,7 +489,7 @@ def run_op(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = 
             {"dx": softmax(problem, t["x"], t["dy"])}
     else:
         raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
-    _check_cancel(cancel)
+    check_cancel(cancel)
     return {k: np.ascontiguousarray(v, dtype=dt) for k, v in out.items()}
 
 
@@ -582,7 +497,6 @@ def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[
     """Memory for a non-conv run: stored inputs, compute copies, outputs and the largest
     temporaries (pooling's padded copy and per-tap masks, LRN's window sums, ...)."""
     if isinstance(problem, FusionProblem):
-        from miotui.execute.reference import conv_peak_bytes
         dt = compute_dtype(problem, precision)
         base = 6 * math.prod(problem.output_shape) * dt.itemsize
         return int(base + (conv_peak_bytes(problem.conv, precision, chunk_bytes) if problem.has_conv
@@ -597,14 +511,14 @@ def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[
     temps = {PoolProblem: 4, BatchNormProblem: 4, ActivationProblem: 4, LRNProblem: 6,
              SoftmaxProblem: 4}.get(type(problem), 4)
     if isinstance(problem, PoolProblem):
-        padded = problem.n * problem.c * math.prod(i + 2 * p for i, p in zip(problem.in_spatial, problem.pads))
+        spatial = zip(problem.in_spatial, problem.pads, strict=True)
+        padded = problem.n * problem.c * math.prod(i + 2 * p for i, p in spatial)
         big = max(big, padded)
     return int(n_in * big * (stored + it) + n_out * big * it + temps * big * it + (1 << 16))
 
 
 def engine_used(problem: Problem, engine: str = "numpy") -> str:
     if isinstance(problem, PoolProblem) and engine == "numba":
-        from miotui.execute import numba_kernels
         why = numba_kernels.available()
         return "numba direct pooling" if why is None else f"numpy pooling (numba unavailable: {why})"
     return f"numpy {problem.op}"

@@ -32,8 +32,16 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, Problem, SoftmaxProblem)
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    Problem,
+    SoftmaxProblem,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

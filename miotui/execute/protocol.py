@@ -1,0 +1,224 @@
+"""What every backend shares: the settings of a run, its result, and the Backend protocol.
+
+:class:`RunSettings` (how to run; part of the result cache's key), :class:`RunResult`
+(what a run of one layer on one backend gave: status, times, verification, notes) and
+:class:`Backend` (what an in-process backend implements: numpy, numba, torch).  Every
+other module of the package uses these; this one imports nothing of the package, so it
+sits below all of them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from miotui.problems import Problem
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from miotui.execute.verify import Verification
+
+#: What a result's ``status`` can be (see :class:`RunResult`).
+STATUSES = ("ok", "failed", "error", "refused", "n/a", "cancelled")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How to run a layer.  Hashable: it is part of the result cache's key.
+
+    ``batch`` replaces the layer's N (the result's note says so); ``warmup`` calls are
+    untimed; ``launcher`` is an argv prefix for the driver (``("ssh", "gpu-node")``,
+    ``("srun", "-p", "gpu")``), never a shell string; ``verify`` False skips the
+    float64 reference (timing only); ``dump_dir`` writes inputs and outputs as .npy.
+    """
+
+    backend: str = "auto"
+    iters: int = 10
+    warmup: int = 1
+    batch: Optional[int] = None
+    seed: int = 0
+    timeout_s: float = 600
+    driver_path: Optional[str] = None
+    launcher: tuple[str, ...] = ()
+    verify: bool = True
+    dump_dir: Optional[str] = None
+
+
+#: per-iteration times kept on a result (a run of 100,000 iterations keeps its first ones)
+TIMES_KEPT = 1000
+#: median/min above this flags a result as noisy
+NOISY_SPREAD = 1.5
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run of one layer on one backend.
+
+    ``status``: ``ok`` (ran; verified when verification was asked), ``failed`` (ran, but
+    the check failed), ``error`` (did not run, or crashed: ``message`` says why),
+    ``refused`` (the memory guard stopped it before allocating: ``message`` suggests a
+    batch), ``n/a`` (the backend does not apply to this layer: ``message`` says why; no
+    other backend stood in for it; also a backend that is not installed), ``cancelled``.
+    Times are per call, in ms: ``median_ms``/``min_ms``/``max_ms`` over the timed
+    iterations and ``times_ms`` each iteration's time (at most ``TIMES_KEPT``) for the
+    in-process backends; for MIOpenDriver ``median_ms`` is the average it prints and
+    ``min_ms`` its minimum where it prints one (it prints no maximum and no per-iteration
+    times).  ``jit_ms`` is compile time, kept apart.  ``cached`` says the result came
+    from the runner's cache (``run_layer(use_cache=False)`` always measures again).
+    ``problem`` is the layer as run (after ``--batch``).
+    """
+
+    backend: str
+    problem: Problem
+    settings: RunSettings
+    status: str
+    message: str = ""
+    median_ms: Optional[float] = None
+    min_ms: Optional[float] = None
+    jit_ms: Optional[float] = None
+    gflops: Optional[float] = None
+    gbps: Optional[float] = None
+    verification: Optional["Verification"] = None
+    driver_output: Optional[str] = None
+    note: str = ""
+    #: what ran, e.g. "numpy im2col+GEMM", "torch 2.13.0 cpu float32", "MIOpenDriver /opt/rocm/bin/MIOpenDriver"
+    engine: str = ""
+    iterations: int = 0
+    #: extra facts, e.g. (("solver", "85/ConvDirectNaiveConvFwd"), ("driver verdict", "ok"))
+    details: tuple[tuple[str, str], ...] = ()
+    #: the argv that ran (MIOpenDriver), launcher included
+    argv: tuple[str, ...] = ()
+    #: files written by --dump
+    dumped: tuple[str, ...] = ()
+    cached: bool = field(default=False, compare=False)
+    elapsed_s: float = field(default=0.0, compare=False)
+    max_ms: Optional[float] = None
+    times_ms: tuple[float, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def spread(self) -> Optional[float]:
+        """How noisy the timing was: median / min (1.0 = every iteration as fast as the
+        best; shared hosts were seen at 2-6).  None without both times."""
+        if self.median_ms is None or self.min_ms is None or not self.min_ms > 0:
+            return None
+        return self.median_ms / self.min_ms
+
+    @property
+    def noisy(self) -> bool:
+        """The spread is large enough that the median should not be trusted as the
+        layer's speed (as hyperfine warns about outliers): rerun on a quieter machine."""
+        spread = self.spread
+        return spread is not None and spread > NOISY_SPREAD
+
+    def detail(self, name: str, default: str = "") -> str:
+        for k, v in self.details:
+            if k == name:
+                return v
+        return default
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the CLI's ``--json``); floats that are not finite become None."""
+        def num(v: Optional[float]) -> Optional[float]:
+            return None if v is None or not math.isfinite(v) else float(v)
+
+        ver = None
+        if self.verification is not None:
+            v = self.verification
+            ver = {"max_abs": num(v.max_abs), "max_rel": num(v.max_rel), "rms_range": num(v.rms_range),
+                   "metric": getattr(v, "metric", "rms_range"), "error": num(getattr(v, "error", v.rms_range)),
+                   "tolerance": num(v.tolerance), "ok": bool(v.ok), "how": v.how}
+        s = asdict(self.settings)
+        s["launcher"] = list(self.settings.launcher)
+        return {
+            "backend": self.backend, "status": self.status, "message": self.message,
+            "op": self.problem.op, "direction": self.problem.direction, "problem": self.problem.to_dict(),
+            "key": self.problem.key, "median_ms": num(self.median_ms), "min_ms": num(self.min_ms),
+            "jit_ms": num(self.jit_ms), "gflops": num(self.gflops), "gbps": num(self.gbps),
+            "iterations": self.iterations, "verification": ver, "note": self.note, "engine": self.engine,
+            "details": dict(self.details), "argv": list(self.argv), "dumped": list(self.dumped),
+            "max_ms": num(self.max_ms), "spread": num(self.spread), "noisy": self.noisy,
+            "cached": self.cached, "elapsed_s": round(self.elapsed_s, 4), "settings": s,
+            "driver_output": self.driver_output,
+        }
+
+
+def rates(problem: Problem, ms: Optional[float]) -> tuple[Optional[float], Optional[float]]:
+    """(GFLOP/s, GB/s) of ``problem`` at ``ms`` per call; (None, None) without a time."""
+    if ms is None or not ms > 0:
+        return None, None
+    s = ms / 1e3
+    return problem.flops / s / 1e9, problem.bytes_moved / s / 1e9
+
+
+class Backend:
+    """A backend that runs in this process on the reference's seeded inputs.
+
+    The runner calls ``prepare`` (untimed: convert inputs), then ``run`` repeatedly
+    (timed; ``synchronize`` waits for asynchronous devices), then ``outputs`` (untimed:
+    back to numpy for verification and dumping).
+    """
+
+    name = ""
+    #: whether the first call compiles (its time is reported as jit_ms, not run time)
+    jit = False
+
+    def unavailable(self) -> Optional[str]:
+        """None when usable on this machine, else why not."""
+        return None
+
+    def applies(self, problem: Problem) -> Optional[str]:
+        """None when this backend can run ``problem``, else why not."""
+        return None
+
+    def describe(self, problem: Problem) -> str:
+        return self.name
+
+    def compile(self, problem: Problem) -> float:
+        """Compile ahead of timing; seconds spent (0 for backends with nothing to compile)."""
+        return 0.0
+
+    def prepare(self, problem: Problem, inputs: dict[str, "np.ndarray"]) -> Any:
+        return inputs
+
+    def run(self, problem: Problem, prepared: Any, cancel: Any) -> Any:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        return None
+
+    def time_calls(self, problem: Problem, prepared: Any, iters: int, cancel: Any,
+                   before_call: Callable[[int], None]) -> tuple[Any, list[float]]:
+        """``iters`` timed calls: (the last call's result, milliseconds per call).
+
+        ``before_call(i)`` runs first each time (the runner's cancel check and progress
+        message: it may raise to stop).  Wall clock around each call and ``synchronize``;
+        a GPU backend overrides this with device-side timing.
+        """
+        raw: Any = None
+        times: list[float] = []
+        for i in range(iters):
+            before_call(i)
+            t0 = time.perf_counter()
+            raw = self.run(problem, prepared, cancel)
+            self.synchronize()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return raw, times
+
+    def timer(self) -> str:
+        """How :meth:`time_calls` measures, for the result ("" = wall clock)."""
+        return ""
+
+    def outputs(self, problem: Problem, raw: Any) -> dict[str, "np.ndarray"]:
+        return raw
+
+    def note(self, prepared: Any) -> str:
+        """Anything the run had to change (e.g. a dtype torch has no kernel for)."""
+        return ""
+
