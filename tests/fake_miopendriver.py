@@ -6,7 +6,7 @@ It stands in for AMD's ``MIOpenDriver`` so the miopen-driver backend's real code
 parsing) can be tested on machines without ROCm.  It reads the argv the real driver
 would get (``conv -n 1 ... -F 1 -V 1 -t 1 -i 10``) and prints what the real driver
 prints for it, in the wording of the MIOpen version selected by an env var
-(``/work/shared/miopen_formats.md`` §6, from MIOpen's ``driver/*.hpp``):
+(the MIOpen log-format notes (``miopen_formats.md`` §6), from MIOpen's ``driver/*.hpp``):
 
 FAKE_MIOPEN_STYLE (default ``rocm61``)
     ``rocm61``  MIOpen >= 3.1: ``PRNG seed``, ``Algorithm: N, Solution: id/name``,

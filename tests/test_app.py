@@ -42,8 +42,8 @@ def pool(n=1, c=8, h=16) -> str:
 
 
 BNORM = "MIOpen(HIP): Command [LogCmdBNorm] ./bin/MIOpenDriver bnorm -n 2 -c 8 -H 8 -W 8 -m 1 --forw 1 -b 0 -s 1 -r 1\n"
-BROKEN = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 8 -H 16 -W 16 -k 8 -y 99 "
-          "-x 99 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
+BROKEN = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 8 -H 16 -W 16 -k 8 -y 3 "
+          "-x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 3 -F 1 -t 1\n")
 
 
 def small_log() -> str:
@@ -442,7 +442,7 @@ async def test_undecoded_lines_with_their_reasons(log):
         dt = app.screen.query_one("DataTable")
         await wait_until(pilot, lambda: dt.row_count == 1)
         line, _file, reason, text = dt.get_row_at(0)
-        assert line == 11 and "-y 99" in text and reason
+        assert line == 11 and "-g 3" in text and reason
         await pilot.press("escape")
         assert not isinstance(app.screen, UndecodedScreen)
 

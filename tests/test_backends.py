@@ -125,10 +125,21 @@ def small_convs(draw):
            if mode == "trans" else ())
     direction = draw(st.sampled_from(["fwd", "bwd", "wrw"]))
     try:
-        return ConvProblem(direction, "fp32", draw(st.integers(1, 2)), c, k, size, filt, pads, strides, dils,
-                           groups=g, mode=mode, trans_output_pads=adj, pad_mode=pad_mode)
+        p = ConvProblem(direction, "fp32", draw(st.integers(1, 2)), c, k, size, filt, pads, strides, dils,
+                        groups=g, mode=mode, trans_output_pads=adj, pad_mode=pad_mode)
     except ProblemError:
         assume(False)
+    assume(not p.output_clamped)    # MIOpen's clamp to 1 pixel is n/a for the in-process backends
+    return p
+
+
+def test_a_layer_whose_output_miopen_clamps_is_na_in_process():
+    from miotui.execute.runner import run_layer
+    p = ConvProblem("fwd", "fp32", 1, 2, 2, (2, 2), (5, 5), (0, 0), (1, 1), (1, 1))
+    assert p.output_clamped
+    for backend in ("numpy", "torch"):
+        r = run_layer(p, RunSettings(backend=backend, iters=1))
+        assert r.status == "n/a" and "clamps" in r.message
 
 
 @needs_torch

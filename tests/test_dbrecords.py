@@ -17,7 +17,7 @@ MITUNA = HERE / "data" / "mituna"
 
 
 def _real_logs() -> Path:
-    for cand in (HERE / "data" / "real_logs", Path("/work/shared/real_logs")):
+    for cand in (HERE / "data" / "real_logs",):
         if cand.is_dir():
             return cand
     pytest.skip("real_logs not available")
@@ -139,8 +139,6 @@ def test_real_user_find_db_55():
 @pytest.mark.parametrize("name", ["test_files_old_gfx90a68.HIP.fdb.txt", "test_files_usr_gfx90a68.HIP.fdb.txt"])
 def test_mituna_find_dbs_with_not_used_spelling(name):
     path = MITUNA / name
-    if not path.exists():
-        path = Path("/work/shared/mituna_configs") / name
     lines = [l for l in path.read_text().splitlines() if l.strip()]
     for line in lines:
         (s,) = decode_db_record(line)

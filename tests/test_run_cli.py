@@ -87,7 +87,7 @@ def test_log_layer_is_the_kth_most_executed(tmp_path, capsys):
 @pytest.mark.parametrize("argv,needle", [
     (("conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -F 1 -H",), "cannot parse"),
     (("gemm -m 1",), "cannot parse"),
-    (("conv -n 1 -c 3 -H 2 -W 2 -k 4 -y 5 -x 5 -F 1",), "output size would be -2"),
+    (("conv -n 1 -c 3 -H 2 -W 2 -k 4 -y 5 -x 5 -z valid -F 1",), "at least as large as its filter"),
     ((), "give a MIOpenDriver command"),
     (("--layer", "1"), "--layer needs --log"),
     (("conv -n 1 -F 1", "--iters", "0"), "--iters"),

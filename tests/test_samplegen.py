@@ -448,14 +448,3 @@ def test_demo_log_is_current_and_small():
     assert os.path.getsize(path) < 500_000
     with open(path, encoding="utf-8", newline="") as fh:
         assert fh.read() == generate_text(samplegen.DEMO_SPEC)
-
-
-def test_real_log_copies_are_identical():
-    a = os.path.join(ROOT, "sample_logs", "real")
-    b = os.path.join(ROOT, "tests", "data", "real_logs")
-    names = sorted(os.listdir(a))
-    assert names == sorted(os.listdir(b))
-    assert len([n for n in names if n.endswith(".log")]) >= 20 and "README.md" in names
-    for name in names:
-        with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
-            assert fa.read() == fb.read(), name

@@ -18,8 +18,7 @@ from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, F
                              LRNProblem, PoolProblem, SoftmaxProblem)
 
 _HERE = Path(__file__).resolve().parent
-REAL_LOGS = next((d for d in (_HERE / "data" / "real_logs", Path("/work/shared/real_logs")) if d.is_dir()),
-                 _HERE / "data" / "real_logs")
+REAL_LOGS = _HERE / "data" / "real_logs"
 SAMPLE_LOGS = _HERE.parent / "sample_logs"
 
 # ----------------------------------------------------------------------------- helpers

@@ -89,6 +89,16 @@ def validate(problem: object) -> Optional[str]:
     return None
 
 
+def not_modelled(problem: object) -> Optional[str]:
+    """Why no in-process backend computes ``problem`` the way MIOpen does, or None (the
+    layer is real; only MIOpenDriver can run it)."""
+    conv = problem.conv if isinstance(problem, FusionProblem) and problem.has_conv else problem
+    if isinstance(conv, ConvProblem) and conv.output_clamped:
+        return ("MIOpen clamps this layer's output to 1 pixel (its filter reaches past the padded input); "
+                "the reference and torch do not model that clamp")
+    return None
+
+
 # ----------------------------------------------------------------------------- estimates
 
 def _elems(shape: tuple[int, ...]) -> int:

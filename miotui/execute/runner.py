@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 
 from miotui.execute import reference
 from miotui.execute.driver_backend import launch_driver
-from miotui.execute.guard import batch_override, check_memory, validate
+from miotui.execute.guard import batch_override, check_memory, not_modelled, validate
 from miotui.execute.protocol import TIMES_KEPT, Backend, RunResult, RunSettings, rates
 from miotui.execute.registry import BACKENDS, get_backend, resolve_auto
 from miotui.execute.tensors import ReferenceUnsupported
@@ -113,6 +113,9 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
     why = validate(problem)
     if why:
         return _result(settings.backend, problem, settings, "error", why)  # type: ignore[arg-type]
+    why = not_modelled(problem) if settings.backend != "miopen-driver" else None
+    if why:
+        return _result(settings.backend, problem, settings, "n/a", why)  # type: ignore[arg-type]
     notes: list[str] = []
     try:
         problem, batch_note = batch_override(problem, settings.batch)

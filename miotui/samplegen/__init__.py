@@ -3,8 +3,8 @@
 Why this exists: real MIOpen logs in public issues are short excerpts, while miotui has
 to cope with multi-gigabyte logs of whole training runs (and needs a log for
 ``miotui --demo``).  This module writes such logs, in the shapes MIOpen really prints
-(see ``/work/shared/miopen_formats.md`` §1-§4, §8 and the real excerpts in
-``sample_logs/real/``), at any size and deterministically from a seed.
+(see the MIOpen log-format notes, ``miopen_formats.md`` §1-§4, §8, and the real excerpts in
+``tests/data/real_logs/``), at any size and deterministically from a seed.
 
 Five formats, each modelled on one MIOpen release and a framework typical of it:
 
