@@ -178,3 +178,27 @@ def test_record_annotations_match_what_was_written(entries, fmt):
 def test_arbitrary_text_never_raises(text):
     out = decode_db_record(text)
     assert out is None or isinstance(out, list)
+
+
+def test_sqlite_perf_db_dump_rows_are_layers():
+    """MIOpen 2.x kept user perf-dbs in SQLite; a `sqlite3 .dump` pasted into a report has one
+    config row per problem, in the column order of its CREATE TABLE line."""
+    from miotui.logs.dbrecords import SqlConfigReader
+    r = SqlConfigReader()
+    assert r.feed("CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT "
+                  "NOT NULL,`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,`in_h` "
+                  "INT NOT NULL,`in_w` INT NOT NULL,`in_d` INT NOT NULL,`fil_h` INT NOT NULL,`fil_w` INT NOT NULL,"
+                  "`fil_d` INT NOT NULL,`out_channels` INT NOT NULL,`batchsize` INT NOT NULL,`pad_h` INT NOT NULL,"
+                  "`pad_w` INT NOT NULL,`pad_d` INT NOT NULL,`conv_stride_h` INT NOT NULL,`conv_stride_w` INT NOT "
+                  "NULL,`conv_stride_d` INT NOT NULL,`dilation_h` INT NOT NULL,`dilation_w` INT NOT NULL,"
+                  "`dilation_d` INT NOT NULL,`bias` INT NOT NULL,`group_count` INT NOT NULL);") == []
+    (s,) = r.feed("INSERT INTO \"config\" VALUES(2,'NCHW','FP32','F',2,64,56,56,1,3,3,1,64,64,1,1,0,1,1,0,1,1,0,0,1);")
+    p = s.problem
+    assert (s.role, s.source, p.direction, p.n, p.c, p.k, p.in_spatial, p.filter, p.pads) == \
+        ("mention", "perf-db", "fwd", 64, 64, 64, (56, 56), (3, 3), (1, 1))
+    (b,) = r.feed("INSERT INTO \"config\" VALUES(3,'NCHW','FP16','B',2,256,28,28,1,1,1,1,128,8,0,0,0,2,2,0,1,1,0,0,1);")
+    assert (b.problem.direction, b.problem.c, b.problem.k, b.problem.in_spatial) == ("bwd", 128, 256, (55, 55))
+    assert b.warnings and "dy's size" in b.warnings[0]
+    (u,) = r.feed("INSERT INTO \"config\" VALUES(4,'NCHW');")
+    assert isinstance(u, Undecoded)
+    assert r.feed("INSERT INTO \"other\" VALUES(1);") is None

@@ -31,6 +31,7 @@ from typing import Optional
 
 from miotui.logs.events import Event, Sighting, Undecoded
 from miotui.logs.keys import ProblemKeyError, decode_db_key
+from miotui.problems import ConvProblem, ProblemError
 
 _NUMBER_RE = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:inf|nan)$", re.I)
 _ALGO_PREFIXES = ("miopenConvolution", "miopenTransposeBwdDataAlgo")
@@ -203,3 +204,83 @@ _KEY_SHAPE_RE = re.compile(r"^\d+(?:-\d+){1,3}-\d+x\d+(?:x\d+)?-\d[\dx-]*-[A-Za-
 
 def _looks_like_key(key: str) -> bool:
     return _KEY_SHAPE_RE.match(key) is not None
+
+
+# ----------------------------------------------------------------------------- SQLite perf-db dumps
+
+#: the ``config`` table's columns in MIOpen's SQLite perf-db (MIOpen 2.x), used when a dump's
+#: ``INSERT`` rows come without their ``CREATE TABLE``
+SQL_CONFIG_COLUMNS = ("id", "layout", "data_type", "direction", "spatial_dim", "in_channels", "in_h", "in_w", "in_d",
+                      "fil_h", "fil_w", "fil_d", "out_channels", "batchsize", "pad_h", "pad_w", "pad_d",
+                      "conv_stride_h", "conv_stride_w", "conv_stride_d", "dilation_h", "dilation_w", "dilation_d",
+                      "bias", "group_count")
+_CREATE_RE = re.compile(r"^CREATE TABLE [`\"']?config[`\"']?\s*\((.*)\)\s*;?\s*$")
+_INSERT_RE = re.compile(r"^INSERT INTO [`\"']?config[`\"']? VALUES\s*\((.*)\)\s*;?\s*$")
+_SQL_TYPES = {"FP32": "fp32", "FP16": "fp16", "BF16": "bf16", "INT8": "int8", "FP64": "fp64"}
+
+
+class SqlConfigReader:
+    """Rows of a user perf-db dumped with ``sqlite3 .dump`` (MIOpen 2.x kept perf-db records
+    in SQLite): each ``INSERT INTO "config" VALUES(...)`` names one convolution problem, one
+    mention; the ``CREATE TABLE`` line before them gives the column order."""
+
+    def __init__(self) -> None:
+        self.columns: tuple[str, ...] = SQL_CONFIG_COLUMNS
+
+    def feed(self, line: str) -> Optional[list[Event]]:
+        m = _CREATE_RE.match(line)
+        if m:
+            names = [part.strip().split()[0].strip("`\"'") for part in m.group(1).split(",") if part.strip()]
+            if "in_channels" in names:
+                self.columns = tuple(names)
+            return []
+        m = _INSERT_RE.match(line)
+        if m is None:
+            return None
+        values = [v.strip().strip("'\"") for v in m.group(1).split(",")]
+        if len(values) != len(self.columns):
+            return [Undecoded(f"perf-db config row with {len(values)} values for {len(self.columns)} columns")]
+        row = dict(zip(self.columns, values, strict=True))
+        try:
+            return [Sighting(_config_problem(row), "mention", "perf-db", _config_warnings(row))]
+        except (ValueError, KeyError, ProblemError) as e:
+            return [Undecoded(f"perf-db config row: {e}")]
+
+
+def _config_warnings(row: dict[str, str]) -> tuple[str, ...]:
+    if row.get("direction", "F") != "F" and any(row.get(f"conv_stride_{a}", "1") != "1" for a in "hw"):
+        return ("a perf-db config row stores only dy's size: dx's size is the smallest that gives it (with a "
+                "stride above 1 another size gives the same dy)",)
+    return ()
+
+
+def _config_problem(row: dict[str, str]) -> ConvProblem:
+    def num(name: str, default: int = 0) -> int:
+        v = row.get(name, str(default))
+        if not v.isdigit() or len(v) > 12:
+            raise ValueError(f"{name} is not a count: {v!r}")
+        return int(v)
+
+    nd = num("spatial_dim", 2)
+    if nd not in (2, 3):
+        raise ValueError(f"spatial_dim must be 2 or 3, got {nd}")
+    axes = ("d", "h", "w")[3 - nd:]
+    size = tuple(num(f"in_{a}") for a in axes)
+    filt = tuple(num(f"fil_{a}") for a in axes)
+    pads = tuple(num(f"pad_{a}") for a in axes)
+    strides = tuple(num(f"conv_stride_{a}", 1) for a in axes)
+    dils = tuple(num(f"dilation_{a}", 1) for a in axes)
+    direction = {"F": "fwd", "B": "bwd", "W": "wrw"}.get(row.get("direction", ""))
+    if direction is None:
+        raise ValueError(f"direction must be F, B or W, got {row.get('direction')!r}")
+    c, k = num("in_channels"), num("out_channels")
+    if direction != "fwd":   # the row's "in" is dy: the forward convolution runs k -> c
+        c, k = k, c
+        size = tuple(max(1, (o - 1) * s - 2 * p + d * (f - 1) + 1)
+                     for o, s, p, d, f in zip(size, strides, pads, dils, filt, strict=True))
+    dtype = _SQL_TYPES.get(row.get("data_type", "").upper())
+    if dtype is None:
+        raise ValueError(f"unknown data type {row.get('data_type')!r}")
+    layout = row.get("layout", "NCHW").upper()
+    return ConvProblem(direction, dtype, num("batchsize"), c, k, size, filt, pads, strides, dils,
+                       groups=max(1, num("group_count", 1)), in_layout=layout, fil_layout=layout, out_layout=layout)

@@ -62,7 +62,7 @@ _RESULT_PHRASES = ("GPU Kernel Time", "GPU Kernel Min Time", "GPU Kernel Avg Tim
 
 # Line kinds (first element of a classification tuple).
 NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
-    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB = range(15)
+    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB, SQL = range(16)
 
 
 def split_prefix(line: str) -> Optional[tuple[str, str]]:
@@ -135,6 +135,8 @@ def classify(line: str) -> tuple:
         m = _BARE_PARAM_RE.match(stripped)
         if m:
             return (BARE_PARAM, m.group(1), m.group(2))
+    if stripped[0] in "IC" and stripped.startswith(("INSERT INTO", "CREATE TABLE")) and "config" in stripped[:24]:
+        return (SQL, stripped)
     if stripped[0].isdigit():
         if "=" in stripped:
             if _DB_RECORD_RE.match(stripped):
@@ -240,7 +242,7 @@ class LogScanner:
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         self._driver_line = 0   # the line of the command the driver tracker holds
         self._last_line = ""    # the last whole line read (was the input cut inside it?)
-        from miotui.logs.dbrecords import decode_db_record
+        from miotui.logs.dbrecords import SqlConfigReader, decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
         from miotui.logs.trace import DTYPE_GUESS_WARNING, TraceDecoder
@@ -248,6 +250,7 @@ class LogScanner:
         self.trace = TraceDecoder()
         self.levels = LevelDecoder()
         self.driver = DriverLogTracker()
+        self.sql = SqlConfigReader()
         self._decode_db_record = decode_db_record
 
     # ------------------------------------------------------------------ input
@@ -564,6 +567,11 @@ class LogScanner:
             return
         if kind == CUT_COMMAND:
             self._undecoded(n, "Command line without an MIOpenDriver command (cut short?)", line)
+            return
+        if kind == SQL:
+            events = self.sql.feed(c[1])
+            if events:
+                self._apply(events, "", n, line)
             return
         if kind == CUT_DB:
             self._undecoded(n, "Find-Db/Perf-Db record cut short: a key with no '=' and no values", line)
