@@ -222,13 +222,3 @@ class Catalog:
     def seconds(self) -> float:
         end = self.finished if self.finished is not None else time.monotonic()
         return end - self.started
-
-
-def decode_paths(paths: list[str]) -> Catalog:
-    """Decode files (``.gz`` too; ``-`` is stdin) into one catalog.
-
-    Defined in ``miotui.logs.scan`` (which needs the decoders); re-exported here because
-    callers think of it as "give me the catalog of these logs".
-    """
-    from miotui.logs.scan import decode_paths as _decode_paths
-    return _decode_paths(paths)

@@ -51,18 +51,48 @@ def _decode_parser() -> argparse.ArgumentParser:
 def decode_main(argv: Sequence[str]) -> int:
     ns = _decode_parser().parse_args(argv)
     from miotui.decode_output import render
-    from miotui.logs.scan import decode_paths
+    from miotui.logs.sources import decode_paths
+    from miotui.safe_text import visible
     try:
         catalog = decode_paths(ns.paths)
     except OSError as e:
-        print(f"miotui decode: cannot read {e.filename or ' '.join(ns.paths)}: {e.strerror or e}", file=sys.stderr)
+        where = visible(str(e.filename or " ".join(ns.paths)))
+        print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)
         return 2
     text = render(catalog, ns.format)
     if ns.output:
-        with open(ns.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
+        try:
+            with open(ns.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            print(f"miotui decode: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        return 0
+    return write_stdout(text, "miotui decode")
+
+
+def write_stdout(text: str, who: str) -> int:
+    """Write ``text`` to stdout; a closed pipe or a full device is one line on stderr and
+    exit status 2, never a traceback (also not the one Python prints at exit when the
+    final flush fails)."""
+    import os
+    try:
+        if sys.stdout is None:
+            raise OSError(0, "standard output is closed")
         sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        try:   # nothing more may reach the broken stream, not even at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+        except OSError:
+            pass
+        reason = getattr(e, "strerror", None) or str(e)
+        try:
+            print(f"{who}: cannot write the output: {reason}", file=sys.stderr)
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 2
     return 0
 
 
@@ -83,9 +113,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_cli_main(args[1:])
     ns = _app_parser().parse_args(args)
     if not ns.paths and not ns.demo:
+        if sys.stdin is None or sys.stdin.closed:
+            print("miotui: no log given and standard input is closed", file=sys.stderr)
+            return 2
         if sys.stdin.isatty():
             _app_parser().print_help()
             return 2
         ns.paths = ["-"]
+    if "-" in ns.paths and (sys.stdin is None or sys.stdin.closed):
+        print("miotui: cannot read '-': standard input is closed", file=sys.stderr)
+        return 2
     from miotui.app import launch
     return launch(ns.paths, follow=ns.follow, demo=ns.demo, pid=ns.pid)

@@ -1,48 +1,83 @@
 """What ``miotui decode`` prints: the readable table here, the machine formats from
-``miotui.export`` (shared with the app's export key, so both write the same files)."""
+``miotui.export`` (shared with the app's export key, so both write the same files).
+
+Plain text on purpose: the headless CLI is part of the core, which imports no UI library,
+and every piece of log text it prints goes through ``safe_text.visible`` (a log line can
+carry terminal escape sequences), so nothing here can drive the terminal or be read as
+markup.
+"""
 
 from __future__ import annotations
 
 import io
+import json
+from typing import Sequence
 
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.problems import ConvProblem
+from miotui.safe_text import visible
+
+#: the table's columns: (title, right-aligned)
+_COLUMNS = (("id", True), ("op", False), ("dir", False), ("dtype", False), ("layout", False), ("shape", False),
+            ("GFLOP", True), ("exec", True), ("find", True), ("mention", True), ("solver", False))
 
 
 def shape_text(layer: LayerSnapshot) -> str:
     p = layer.problem
-    dims = "x".join(str(v) for v in p.input_shape[1:])
+    dims = "x".join(str(v) for v in getattr(p, "input_shape", ())[1:])
     if isinstance(p, ConvProblem):
         f = "x".join(str(v) for v in p.filter)
         extra = f" g{p.groups}" if p.groups > 1 else ""
         extra += " trans" if p.mode == "trans" else ""
         return f"{p.n}x{dims} k{p.k} {f}{extra}"
-    return f"{p.n}x{dims}"
+    shape = getattr(p, "input_shape", ())
+    return "x".join(str(v) for v in shape)
+
+
+def gflop_text(flops: int) -> str:
+    """A layer's GFLOP per call, three significant digits, never in exponent form."""
+    g = flops / 1e9
+    if g == 0:
+        return "0"
+    if g >= 100:
+        return f"{g:,.0f}"
+    if g >= 0.001:
+        return f"{g:.3g}"
+    return "<0.001"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(title), *(len(r[i]) for r in rows)) if rows else len(title)
+              for i, (title, _right) in enumerate(_COLUMNS)]
+    out = []
+    for cells in [[t for t, _ in _COLUMNS]] + [list(r) for r in rows]:
+        parts = [c.rjust(w) if right else c.ljust(w) for c, w, (_t, right) in zip(cells, widths, _COLUMNS, strict=True)]
+        out.append("  ".join(parts).rstrip())
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return out
 
 
 def render_table(catalog: Catalog) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
     layers = catalog.most_executed()
-    table = Table(title=f"{len(layers)} unique layers, {catalog.lines:,} lines, "
-                        f"{catalog.undecoded_count} undecoded", title_justify="left")
-    for col in ("#", "op", "dir", "dtype", "layout", "shape", "GFLOP", "exec", "find", "mention", "solver"):
-        table.add_column(col, justify="right" if col in ("#", "GFLOP", "exec", "find", "mention") else "left")
-    for i, layer in enumerate(layers, 1):
+    rows = []
+    for layer in layers:
         p = layer.problem
-        table.add_row(str(i), p.op, p.direction, p.dtype, p.layout, shape_text(layer),
-                      f"{p.flops / 1e9:.3g}", str(layer.executions), str(layer.finds), str(layer.mentions),
-                      layer.annotation("solver"))
+        rows.append([str(layer.id), p.op, p.direction, p.dtype, getattr(p, "layout", "") or "", shape_text(layer),
+                     gflop_text(p.flops), str(layer.executions), str(layer.finds), str(layer.mentions),
+                     visible(layer.annotation("solver"))])
     buf = io.StringIO()
-    console = Console(file=buf, width=160, force_terminal=False)
-    console.print(table)
-    for i, layer in enumerate(layers, 1):
+    title = (f"{len(layers)} unique layers, {catalog.lines:,} lines, {catalog.undecoded_count} undecoded"
+             + (f", {catalog.unknown_finds} Finds of an unknown problem" if catalog.unknown_finds else "")
+             + " (id: the layer's order of arrival in the log; rows: most executed first)")
+    buf.write(title + "\n")
+    for line in _table(rows):
+        buf.write(line + "\n")
+    for layer in layers:
         for w in layer.warnings:
-            console.print(f"  warning (layer {i}): {w}")
+            buf.write(f"  warning (layer {layer.id}): {visible(w)}\n")
     if catalog.undecoded_count:
-        console.print(f"{catalog.undecoded_count} MIOpen-looking lines or blocks could not be decoded "
-                      f"(see --format json for each line and reason)")
+        buf.write(f"{catalog.undecoded_count} MIOpen-looking lines or blocks could not be decoded "
+                  f"(see --format json for each line and reason)\n")
     return buf.getvalue()
 
 
@@ -52,10 +87,11 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
     out = []
     for layer in layers:
         p = layer.problem
-        out.append(f"# {layer.executions} executions, {layer.finds} finds, {layer.mentions} mentions: "
-                   f"{p.op} {p.direction} {p.dtype} {p.layout} (log lines {layer.first_line}-{layer.last_line})")
+        out.append(f"# layer {layer.id}: {layer.executions} executions, {layer.finds} finds, {layer.mentions} "
+                   f"mentions: {p.op} {p.direction} {p.dtype} {getattr(p, 'layout', '')} "
+                   f"(log lines {layer.first_line}-{layer.last_line})")
         for w in layer.warnings:
-            out.append(f"#   warning: {' '.join(w.split())}")
+            out.append(f"#   warning: {visible(' '.join(w.split()))}")
         out.append(layer.driver_command or "#   (MIOpenDriver cannot express this layer)")
     return "\n".join(out) + "\n" if out else ""
 
@@ -66,9 +102,9 @@ def render(catalog: Catalog, fmt: str) -> str:
     from miotui import export
     layers = catalog.most_executed()
     if fmt == "json":
-        import json
         stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
                  "unknown_finds": catalog.unknown_finds}
+        # ensure_ascii (the default) writes every control and non-ASCII character as \\uXXXX
         return json.dumps(export.to_json(layers, catalog.undecoded(), stats), indent=1) + "\n"
     if fmt == "csv":
         return export.to_csv(layers)

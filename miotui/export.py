@@ -20,6 +20,7 @@ import shlex
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
+from miotui.safe_text import visible
 from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
                              LRNProblem, PoolProblem, SoftmaxProblem)
 
@@ -159,6 +160,14 @@ def _run_cells(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return cells
 
 
+def _cell(text: str) -> str:
+    """Log text in a CSV cell: control characters made visible, and a leading ``=``, ``+``,
+    ``-`` or ``@`` quoted with ``'`` so a spreadsheet reads it as text, not a formula (a
+    hostile log could name a solver ``=HYPERLINK(...)``)."""
+    text = visible(text, newlines=True)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
 def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> str:
     """One row per layer, in the order given; ``id`` is the layer's id, the ``run_*``
     columns its latest run in ``runs`` (layer id -> ``RunResult.to_dict()`` list)."""
@@ -174,9 +183,9 @@ def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[s
             **cols, "executions": layer.executions, "finds": layer.finds, "mentions": layer.mentions,
             "gflop_per_call": f"{p.flops / 1e9:.6g}", "first_line": layer.first_line,
             "last_line": layer.last_line, "sources": ";".join(layer.sources),
-            "files": ";".join(getattr(layer, "files", ())), "solver": ann.get("solver", ""),
-            "algorithm": ann.get("algorithm", ""), "solver_time_ms": ann.get("solver_time_ms", ""),
-            "warnings": " | ".join(layer.warnings), "driver_command": layer.driver_command,
+            "files": _cell(";".join(getattr(layer, "files", ()))), "solver": _cell(ann.get("solver", "")),
+            "algorithm": _cell(ann.get("algorithm", "")), "solver_time_ms": _cell(ann.get("solver_time_ms", "")),
+            "warnings": _cell(" | ".join(layer.warnings)), "driver_command": layer.driver_command,
             **_run_cells(runs.get(layer.id, ()) if runs else ()),
         }
         w.writerow([row[c] for c in CSV_COLUMNS])
@@ -218,10 +227,10 @@ def to_driver_script(layers: Sequence[Any]) -> str:
                    f"{_plural(layer.executions, 'execution')}, {_plural(layer.finds, 'find')}, "
                    f"{_plural(layer.mentions, 'mention')}; log lines {layer.first_line}-{layer.last_line}")
         for warning in layer.warnings:
-            out.append("#   warning: " + " ".join(warning.split()))
+            out.append("#   warning: " + visible(" ".join(warning.split())))
         argv, why = _driver_argv(p)
         if argv is None:
-            out.append("#   skipped: " + " ".join(why.split()))
+            out.append("#   skipped: " + visible(" ".join(why.split())))
             out.append("")
             continue
         cmd = " ".join(shlex.quote(a) for a in argv)

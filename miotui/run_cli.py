@@ -78,7 +78,7 @@ def _problems_from_args(ns: argparse.Namespace) -> tuple[list[Any], list[str], s
             raise UsageError("--log needs --layer K (see `miotui decode FILE` for the numbers)")
         if ns.layer < 1:
             raise UsageError(f"--layer counts from 1, got {ns.layer}")
-        from miotui.catalog import decode_paths
+        from miotui.logs.sources import decode_paths
         try:
             catalog = decode_paths(list(ns.log))
         except OSError as e:

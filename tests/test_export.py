@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from miotui import export
 from miotui.catalog import Catalog, LayerSnapshot, UndecodedRecord
 from miotui.driver import parse_driver_command, to_driver_command
-from miotui.logs.scan import decode_paths
+from miotui.logs.sources import decode_paths
 from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem,
                              PoolProblem, SoftmaxProblem)
 

@@ -300,7 +300,7 @@ def test_demo_replays_the_sample_into_a_file_a_follower_decodes(reader_factory):
     try:
         cat, reader = reader_factory([demo.path])
         assert wait_for(lambda: demo.iterations >= 1, timeout=20)
-        from miotui.logs.scan import decode_paths
+        from miotui.logs.sources import decode_paths
         sample = decode_paths([demo.source])
         assert wait_for(lambda: len(cat) >= len(sample), timeout=10)
         assert {s.problem for s in sample.layers()} <= {s.problem for s in cat.layers()}

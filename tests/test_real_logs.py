@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from miotui.driver import parse_driver_command
-from miotui.logs.scan import decode_paths
+from miotui.logs.sources import decode_paths
 
 REAL = Path(__file__).parent / "data" / "real_logs"
 
@@ -136,7 +136,7 @@ MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 8 -c 64 
 """
     import io
     from miotui.catalog import Catalog
-    from miotui.logs.scan import decode_stream
+    from miotui.logs.sources import decode_stream
     catalog = Catalog()
     decode_stream(catalog, io.BytesIO(block.encode()))
     (layer,) = catalog.layers()

@@ -14,8 +14,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
-from miotui.logs.scan import (BARE_PARAM, CLOSE, COMMAND, HEADER, LEVEL, OLD_COMMAND, PARAM, TEXT,
-                              LogScanner, classify, decode_paths, split_prefix)
+from miotui.logs.scan import (
+    BARE_PARAM,
+    CLOSE,
+    COMMAND,
+    HEADER,
+    LEVEL,
+    OLD_COMMAND,
+    PARAM,
+    TEXT,
+    LogScanner,
+    classify,
+    split_prefix,
+)
+from miotui.logs.sources import decode_paths
 
 DATA = Path(__file__).parent / "data"
 REAL = DATA / "real_logs"

@@ -32,9 +32,15 @@ def check(cond: bool, message: str) -> None:
         raise ProblemError(message)
 
 
+#: MIOpen's API takes every length, pad, stride and count as a C ``int``: a larger value is
+#: not a layer MIOpen ran (and a log line with an 80-digit length must not overflow the FLOP count)
+MAX_DIM = 2**31 - 1
+
+
 def check_positive(name: str, value: int) -> None:
     check(isinstance(value, int) and not isinstance(value, bool), f"{name} must be an integer, got {value!r}")
     check(value > 0, f"{name} must be positive, got {value}")
+    check(value <= MAX_DIM, f"{name} {value} is larger than any MIOpen length (at most {MAX_DIM})")
 
 
 def check_spatial(name: str, values: tuple[int, ...], ndim: int, minimum: int) -> None:
@@ -43,6 +49,7 @@ def check_spatial(name: str, values: tuple[int, ...], ndim: int, minimum: int) -
     for v in values:
         check(isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
                f"{name} values must be integers >= {minimum}, got {values!r}")
+        check(v <= MAX_DIM, f"{name} value {v} is larger than any MIOpen length (at most {MAX_DIM})")
 
 
 def check_common(op: str, direction: str, directions: tuple[str, ...], dtype: str) -> None:
@@ -68,8 +75,8 @@ def check_shape(name: str, shape: tuple[int, ...], min_rank: int = 1, max_rank: 
     check(isinstance(shape, tuple) and min_rank <= len(shape) <= max_rank,
           f"{name} must have {min_rank} to {max_rank} lengths, got {shape!r}")
     for v in shape:
-        check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
-              f"{name} lengths must be positive integers, got {shape!r}")
+        check(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_DIM,
+              f"{name} lengths must be positive integers of at most {MAX_DIM}, got {shape!r}")
 
 
 def check_finite(name: str, value: float) -> None:

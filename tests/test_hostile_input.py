@@ -1,0 +1,169 @@
+"""Hostile and broken input, headless: log text never drives the terminal, nothing crashes,
+nothing decoded is lost.  (The app's screens have their own catalogue test in test_app.)
+
+Every output path of ``miotui decode`` is fed a catalogue of hostile strings (C0/C1
+controls, CSI, OSC 0/8/52 with BEL and ST, DCS, Rich/Textual markup, bidi overrides) in the
+places log text reaches the output: a solver name, a warning quoting a flag value, a file
+name, an undecoded line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from miotui.logs.sources import decode_paths
+
+HOSTILE = [
+    "\x1b]0;pwned-title\x07",                      # OSC 0 (title), BEL-terminated
+    "\x1b]52;c;aGVsbG8=\x1b\\",                    # OSC 52 (clipboard), ST-terminated
+    "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\",   # OSC 8 hyperlink
+    "\x1b[2J\x1b[H",                               # CSI: clear the screen
+    "\x9b2J",                                      # C1 CSI
+    "\x1bP1$r\x1b\\",                              # DCS
+    "\x07\x08\x0c\x7f",                            # BEL, BS, FF, DEL
+    "[/x]", "[link=http://x]y[/link]", "[@click=app.quit]z[/]",   # markup
+    "\u202egnp.exe",                               # bidi override
+    "\u2066isolate\u2069",
+]
+FORBIDDEN = ["\x1b", "\x9b", "\x07", "\x08", "\x0c", "\x7f", "\u202e", "\u2066"]
+
+
+def run_cli(*args: str, stdin: bytes | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "miotui", *args], input=stdin, capture_output=True, timeout=120,
+                          **kw)
+
+
+def hostile_log(tmp_path: Path) -> Path:
+    lines = []
+    for i, h in enumerate(HOSTILE):
+        flat = h.replace("\n", " ")
+        # a flag value the driver's atoi reads: its text is quoted in the layer's warning
+        lines.append(f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {i + 1}{flat} -c 3 -H 8 "
+                     f"-W 8 -k 4 -y 3 -x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1")
+        # MIOpen's chosen solver, shown in the table's solver column
+        lines.append(f"MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: Solver{flat} , 0, 0.5")
+        # a cut Command line: undecoded, its text kept
+        lines.append(f"MIOpen(HIP): Command [LogCmdConvolution] {flat}")
+    path = tmp_path / "hostile\x1b]0;file\x07.log"
+    path.write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json", "driver"])
+def test_no_escape_sequence_or_markup_reaches_the_output(tmp_path, fmt):
+    log = hostile_log(tmp_path)
+    other = tmp_path / "plain.log"
+    other.write_text("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 3 -H 8 -W 8 -k 4 "
+                     "-y 3 -x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
+    r = run_cli("decode", str(log), str(other), "--format", fmt)     # two files: file names are shown
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode("utf-8")
+    for bad in FORBIDDEN:
+        assert bad not in out, (fmt, repr(bad))
+    assert not any(0x80 <= ord(ch) <= 0x9f for ch in out)
+    if fmt == "table":
+        assert "[/x]" in out and "[@click=app.quit]" in out     # shown as text, not interpreted
+    if fmt == "json":
+        doc = json.loads(out)                                      # the text survives, escaped
+        assert any("\x1b" in u["text"] for u in doc["undecoded"])
+
+
+def test_output_file_gets_the_same_safe_text(tmp_path):
+    out = tmp_path / "out.csv"
+    r = run_cli("decode", str(hostile_log(tmp_path)), "--format", "csv", "-o", str(out))
+    assert r.returncode == 0
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\x9b" not in text
+
+
+def test_csv_cells_are_never_spreadsheet_formulas(tmp_path):
+    log = tmp_path / "f.log"
+    log.write_text("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 "
+                   "-x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+                   "MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: =HYPERLINK(\"http://x\") , 0, 0.5\n")
+    r = run_cli("decode", str(log), "--format", "csv")
+    import csv
+    import io
+    (row,) = csv.DictReader(io.StringIO(r.stdout.decode()))
+    assert row["solver"].startswith("'=HYPERLINK")
+
+
+# ---------------------------------------------------------------- crashes: exit 0 for any input
+
+def test_eighty_digit_dimensions_are_undecoded_not_a_crash(tmp_path):
+    big = "9" * 80
+    log = tmp_path / "big.log"
+    log.write_text(
+        f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {big} -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 "
+        f"-p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+        f"MIOpen(HIP): miopenStatus_t miopenConvolutionForward(miopenHandle_t, ...){{\n"
+        f"MIOpen(HIP): \txDesc = {{{big}, 4, 8, 8}}, {{256, 64, 8, 1}}, packed, \n"
+        f"MIOpen(HIP): \twDesc = {{4, 4, 3, 3}}, {{36, 9, 3, 1}}, packed, \n"
+        f"MIOpen(HIP): \tconvDesc = conv2d, miopenConvolution, miopenPaddingDefault, {{1, 1}}, {{1, 1}}, {{1, 1}}, \n"
+        f"MIOpen(HIP): }}\n"
+        f"{big}-8-8-3x3-4-8-8-1-1x1-1x1-1x1-0-NCHW-FP32-F=GemmFwd1x1_0_1:1,2,3,4\n")
+    for fmt in ("table", "csv", "json", "driver"):
+        r = run_cli("decode", str(log), "--format", fmt)
+        assert r.returncode == 0 and b"Traceback" not in r.stderr, (fmt, r.stderr[-500:])
+    catalog = decode_paths([str(log)])
+    assert len(catalog) == 0 and catalog.undecoded_count == 3
+    assert all(any(why in u.reason for why in ("larger than any MIOpen", "out of range", "must be a non-negative"))
+               for u in catalog.undecoded())
+
+
+def test_unwritable_output_and_closed_stdin_are_one_line_and_exit_2(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("nothing\n")
+    for args in (("-o", str(tmp_path / "missing" / "out.txt")), ("-o", "/dev/full")):
+        r = run_cli("decode", str(log), *args)
+        assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"Traceback" not in r.stderr
+    with open("/dev/full", "wb") as full:
+        r = subprocess.run([sys.executable, "-m", "miotui", "decode", str(log)], stdout=full, stderr=subprocess.PIPE,
+                           timeout=60)
+    assert r.returncode == 2 and b"Traceback" not in r.stderr and b"No space" in r.stderr
+    for argv in (["decode", "-"], ["-"]):
+        r = subprocess.run([sys.executable, "-m", "miotui", *argv], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=60, preexec_fn=lambda: __import__("os").close(0))
+        assert r.returncode == 2 and b"standard input is closed" in r.stderr and b"Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- data loss: a damaged .gz keeps what came before
+
+def _sample(lines: int = 2000) -> bytes:
+    return "".join(f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {1 + i % 50} -c 3 -H 8 "
+                   f"-W 8 -k 4 -y 3 -x 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+                   for i in range(lines)).encode()
+
+
+def test_a_flipped_byte_in_a_gz_keeps_everything_before_it(tmp_path):
+    text = _sample()
+    data = bytearray(gzip.compress(text))
+    data[len(data) // 2] ^= 0xFF
+    path = tmp_path / "bad.log.gz"
+    path.write_bytes(bytes(data))
+    zcat = subprocess.run(["sh", "-c", f"zcat '{path}' 2>/dev/null | wc -l"], capture_output=True, text=True)
+    catalog = decode_paths([str(path)])
+    assert catalog.lines >= int(zcat.stdout) - 1 > 1000          # what zcat recovers, give or take a cut line
+    assert sum(s.executions for s in catalog.layers()) > 1000
+    (last,) = catalog.undecoded()[-1:]
+    assert "damaged near compressed byte" in last.reason
+
+
+def test_a_truncated_gz_and_concatenated_members(tmp_path):
+    text = _sample(500)
+    data = gzip.compress(text)
+    (tmp_path / "cut.log.gz").write_bytes(data[: len(data) * 2 // 3])
+    cut = decode_paths([str(tmp_path / "cut.log.gz")])
+    assert sum(s.executions for s in cut.layers()) > 100
+    assert "ends in the middle" in cut.undecoded()[-1].reason
+    (tmp_path / "two.log.gz").write_bytes(data + data)
+    two = decode_paths([str(tmp_path / "two.log.gz")])
+    assert sum(s.executions for s in two.layers()) == 1000 and two.undecoded_count == 0
+    (tmp_path / "empty.log.gz").write_bytes(b"")
+    assert len(decode_paths([str(tmp_path / "empty.log.gz")])) == 0
