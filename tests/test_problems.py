@@ -48,7 +48,7 @@ def test_same_and_valid_padding():
 
 
 @pytest.mark.parametrize("kw, message", [
-    ({"c": 0}, "c must be positive"),
+    ({"c": 0}, "c must be a positive integer"),
     ({"groups": 3}, "groups (3) must divide input channels"),
     ({"c": 6, "groups": 3, "k": 4}, "must divide output channels"),
     ({"in_spatial": (2, 2), "filter": (5, 5), "pads": (0, 0), "pad_mode": "valid"}, "at least as large as its filter"),

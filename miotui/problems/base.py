@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, fields
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Union
 
 #: miopenActivationMode_t, in enum order (the integer is what logs and the driver use).
 ACTIVATION_MODES = ("PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER",
@@ -27,9 +27,13 @@ class ProblemError(ValueError):
     """A problem whose values cannot describe a real MIOpen operation."""
 
 
-def check(cond: bool, message: str) -> None:
+def check(cond: bool, message: Union[str, Callable[[], str]]) -> None:
+    """Raise ``ProblemError(message)`` unless ``cond``.  A message that needs formatting is
+    passed as a function, called only on failure: a problem is validated every time one is
+    built (once per distinct log line), and formatting the message each time cost more than
+    the checks."""
     if not cond:
-        raise ProblemError(message)
+        raise ProblemError(message() if callable(message) else message)
 
 
 #: MIOpen's API takes every length, pad, stride and count as a C ``int``: a larger value is
@@ -38,28 +42,26 @@ MAX_DIM = 2**31 - 1
 
 
 def check_positive(name: str, value: int) -> None:
-    check(isinstance(value, int) and not isinstance(value, bool), f"{name} must be an integer, got {value!r}")
-    check(value > 0, f"{name} must be positive, got {value}")
-    check(value <= MAX_DIM, f"{name} {value} is larger than any MIOpen length (at most {MAX_DIM})")
+    if type(value) is not int or not 0 < value <= MAX_DIM:   # (bool is not accepted as an int)
+        raise ProblemError(f"{name} must be a positive integer of at most {MAX_DIM}, got {value!r}")
 
 
 def check_spatial(name: str, values: tuple[int, ...], ndim: int, minimum: int) -> None:
-    check(isinstance(values, tuple) and len(values) == ndim,
-           f"{name} must have {ndim} values (one per spatial dimension), got {values!r}")
+    if not isinstance(values, tuple) or len(values) != ndim:
+        raise ProblemError(f"{name} must have {ndim} values (one per spatial dimension), got {values!r}")
     for v in values:
-        check(isinstance(v, int) and not isinstance(v, bool) and v >= minimum,
-               f"{name} values must be integers >= {minimum}, got {values!r}")
-        check(v <= MAX_DIM, f"{name} value {v} is larger than any MIOpen length (at most {MAX_DIM})")
+        if type(v) is not int or not minimum <= v <= MAX_DIM:
+            raise ProblemError(f"{name} values must be integers from {minimum} to {MAX_DIM}, got {values!r}")
 
 
 def check_common(op: str, direction: str, directions: tuple[str, ...], dtype: str) -> None:
-    check(direction in directions, f"{op} direction must be one of {', '.join(directions)}, got {direction!r}")
-    check(dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    check(direction in directions, lambda: f"{op} direction must be one of {', '.join(directions)}, got {direction!r}")
+    check(dtype in DTYPES, lambda: f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
 
 
 def check_layout(layout: str, ndim: int, what: str = "layout") -> None:
     allowed = LAYOUTS_2D if ndim == 2 else LAYOUTS_3D
-    check(layout in allowed, f"{what} must be one of {', '.join(allowed)} for {ndim}-D, got {layout!r}")
+    check(layout in allowed, lambda: f"{what} must be one of {', '.join(allowed)} for {ndim}-D, got {layout!r}")
 
 
 def default_layout(ndim: int) -> str:
@@ -72,16 +74,16 @@ def prod(values: tuple[int, ...]) -> int:
 
 def check_shape(name: str, shape: tuple[int, ...], min_rank: int = 1, max_rank: int = 8) -> None:
     """A tensor's lengths: a tuple of min_rank..max_rank positive integers."""
-    check(isinstance(shape, tuple) and min_rank <= len(shape) <= max_rank,
-          f"{name} must have {min_rank} to {max_rank} lengths, got {shape!r}")
+    if not isinstance(shape, tuple) or not min_rank <= len(shape) <= max_rank:
+        raise ProblemError(f"{name} must have {min_rank} to {max_rank} lengths, got {shape!r}")
     for v in shape:
-        check(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_DIM,
-              f"{name} lengths must be positive integers of at most {MAX_DIM}, got {shape!r}")
+        if type(v) is not int or not 0 < v <= MAX_DIM:
+            raise ProblemError(f"{name} lengths must be positive integers of at most {MAX_DIM}, got {shape!r}")
 
 
 def check_finite(name: str, value: float) -> None:
     check(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
-          f"{name} must be a finite number, got {value!r}")
+          lambda: f"{name} must be a finite number, got {value!r}")
 
 
 class ProblemBase:

@@ -13,6 +13,7 @@ from miotui.problems.base import (
     DTYPES,
     PLAIN_DIRECTIONS,
     ProblemBase,
+    ProblemError,
     check,
     check_common,
     check_layout,
@@ -43,13 +44,14 @@ class PoolProblem(ProblemBase):
         check_positive("n", self.n)
         check_positive("c", self.c)
         nd = len(self.in_spatial) if isinstance(self.in_spatial, tuple) else -1
-        check(nd in (2, 3), f"pooling must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
+        check(nd in (2, 3), lambda: f"pooling must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
         check_spatial("in_spatial", self.in_spatial, nd, 1)
         check_spatial("window", self.window, nd, 1)
         check_spatial("pads", self.pads, nd, 0)
         check_spatial("strides", self.strides, nd, 1)
-        check(self.mode in ("max", "avg", "avg_in"), f"pooling mode must be max, avg or avg_in, got {self.mode!r}")
-        check(self.index_mode in (0, 1), f"index mode must be 0 (mask) or 1 (image), got {self.index_mode!r}")
+        check(self.mode in ("max", "avg", "avg_in"),
+              lambda: f"pooling mode must be max, avg or avg_in, got {self.mode!r}")
+        check(self.index_mode in (0, 1), lambda: f"index mode must be 0 (mask) or 1 (image), got {self.index_mode!r}")
         if not self.layout:
             object.__setattr__(self, "layout", default_layout(nd))
         check_layout(self.layout, nd)
@@ -103,16 +105,16 @@ class BatchNormProblem(ProblemBase):
         check_positive("n", self.n)
         check_positive("c", self.c)
         nd = len(self.in_spatial) if isinstance(self.in_spatial, tuple) else -1
-        check(nd in (2, 3), f"batch norm must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
+        check(nd in (2, 3), lambda: f"batch norm must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
         check_spatial("in_spatial", self.in_spatial, nd, 1)
         check(self.mode in ("spatial", "per_activation"),
-               f"batch norm mode must be spatial or per_activation, got {self.mode!r}")
+               lambda: f"batch norm mode must be spatial or per_activation, got {self.mode!r}")
         if not self.layout:
             object.__setattr__(self, "layout", default_layout(nd))
         check_layout(self.layout, nd)
         if not self.param_dtype:
             object.__setattr__(self, "param_dtype", self.dtype)
-        check(self.param_dtype in DTYPES, f"param_dtype must be one of {', '.join(DTYPES)}")
+        check(self.param_dtype in DTYPES, lambda: f"param_dtype must be one of {', '.join(DTYPES)}")
 
     @property
     def ndim(self) -> int:
@@ -155,9 +157,10 @@ class ActivationProblem(ProblemBase):
         check_positive("c", self.c)
         check_spatial("in_spatial", self.in_spatial, 2, 1)
         check(isinstance(self.mode, int) and 0 <= self.mode < len(ACTIVATION_MODES),
-               f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.mode!r}")
+               lambda: f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.mode!r}")
         for name in ("alpha", "beta", "gamma"):
-            check(math.isfinite(getattr(self, name)), f"activation {name} must be finite")
+            if not math.isfinite(getattr(self, name)):
+                raise ProblemError(f"activation {name} must be finite")
         check_layout(self.layout, 2)
 
     @property
@@ -199,7 +202,7 @@ class LRNProblem(ProblemBase):
         check_positive("c", self.c)
         check_positive("lrn_n", self.lrn_n)
         check_spatial("in_spatial", self.in_spatial, 2, 1)
-        check(self.mode in ("within", "cross"), f"LRN mode must be within or cross, got {self.mode!r}")
+        check(self.mode in ("within", "cross"), lambda: f"LRN mode must be within or cross, got {self.mode!r}")
 
     layout: ClassVar[str] = "NCHW"
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 from miotui.problems.base import (
     CONV_DIRECTIONS,
     ProblemBase,
+    ProblemError,
     check,
     check_common,
     check_layout,
@@ -51,15 +52,15 @@ class ConvProblem(ProblemBase):
         for name in ("n", "c", "k", "groups"):
             check_positive(name, getattr(self, name))
         nd = len(self.in_spatial) if isinstance(self.in_spatial, tuple) else -1
-        check(nd in (2, 3), f"convolution must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
+        check(nd in (2, 3), lambda: f"convolution must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
         check_spatial("in_spatial", self.in_spatial, nd, 1)
         check_spatial("filter", self.filter, nd, 1)
         check_spatial("pads", self.pads, nd, 0)
         check_spatial("strides", self.strides, nd, 1)
         check_spatial("dilations", self.dilations, nd, 1)
-        check(self.mode in ("conv", "trans"), f"mode must be conv or trans, got {self.mode!r}")
+        check(self.mode in ("conv", "trans"), lambda: f"mode must be conv or trans, got {self.mode!r}")
         check(self.pad_mode in ("default", "same", "valid"),
-               f"pad_mode must be default, same or valid, got {self.pad_mode!r}")
+               lambda: f"pad_mode must be default, same or valid, got {self.pad_mode!r}")
         if not self.trans_output_pads:
             object.__setattr__(self, "trans_output_pads", (0,) * nd)
         check_spatial("trans_output_pads", self.trans_output_pads, nd, 0)
@@ -69,15 +70,16 @@ class ConvProblem(ProblemBase):
             if not getattr(self, name):
                 object.__setattr__(self, name, default_layout(nd))
             check_layout(getattr(self, name), nd, name)
-        check(self.c % self.groups == 0, f"groups ({self.groups}) must divide input channels C ({self.c})")
-        check(self.k % self.groups == 0, f"groups ({self.groups}) must divide output channels K ({self.k})")
+        check(self.c % self.groups == 0, lambda: f"groups ({self.groups}) must divide input channels C ({self.c})")
+        check(self.k % self.groups == 0, lambda: f"groups ({self.groups}) must divide output channels K ({self.k})")
         if self.pad_mode == "valid" and self.mode == "conv":
             for i, (size, f, d) in enumerate(zip(self.in_spatial, self.filter, self.dilations, strict=True)):
-                check(size >= d * (f - 1) + 1, f"a 'valid' convolution needs an input at least as large as its "
-                                               f"filter along spatial axis {i} (input {size}, filter {f}, "
-                                               f"dilation {d})")
+                if size < d * (f - 1) + 1:
+                    raise ProblemError(f"a 'valid' convolution needs an input at least as large as its filter along "
+                                       f"spatial axis {i} (input {size}, filter {f}, dilation {d})")
         for i, (adj, s, d) in enumerate(zip(self.trans_output_pads, self.strides, self.dilations, strict=True)):
-            check(adj < max(s, d), f"output padding {adj} on axis {i} must be smaller than stride or dilation")
+            if adj >= max(s, d):
+                raise ProblemError(f"output padding {adj} on axis {i} must be smaller than stride or dilation")
 
     @property
     def ndim(self) -> int:

@@ -11,6 +11,7 @@ from typing import ClassVar, Union
 from miotui.problems.base import (
     ACTIVATION_MODES,
     ProblemBase,
+    ProblemError,
     check,
     check_common,
     check_layout,
@@ -62,21 +63,22 @@ class FusionProblem(ProblemBase):
     pad_mode: str = "default"
 
     def __post_init__(self) -> None:
-        check(self.fusion_mode in FUSION_MODES, f"fusion mode must be 0..6, got {self.fusion_mode!r}")
+        check(self.fusion_mode in FUSION_MODES, lambda: f"fusion mode must be 0..6, got {self.fusion_mode!r}")
         if self.fusion_mode not in FUSION_ACTIV_MODES:  # the plan has no activation
             for name, value in FUSION_ACTIV_DEFAULTS.items():
                 object.__setattr__(self, name, value)
         check(isinstance(self.activ_mode, int) and 0 <= self.activ_mode < len(ACTIVATION_MODES),
-               f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.activ_mode!r}")
+               lambda: f"activation mode must be 0..{len(ACTIVATION_MODES) - 1}, got {self.activ_mode!r}")
         for name in ("activ_alpha", "activ_beta", "activ_gamma"):
             value = getattr(self, name)
-            check(isinstance(value, (int, float)) and math.isfinite(value), f"fusion {name} must be finite")
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ProblemError(f"fusion {name} must be finite")
             object.__setattr__(self, name, float(value))
         check_common("fusion", self.direction, ("fwd",), self.dtype)
         check_positive("n", self.n)
         check_positive("c", self.c)
         nd = len(self.in_spatial) if isinstance(self.in_spatial, tuple) else -1
-        check(nd in (2, 3), f"a fusion plan must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
+        check(nd in (2, 3), lambda: f"a fusion plan must be 2-D or 3-D, got spatial dims {self.in_spatial!r}")
         check_spatial("in_spatial", self.in_spatial, nd, 1)
         if not self.layout:
             object.__setattr__(self, "layout", default_layout(nd))
@@ -95,7 +97,7 @@ class FusionProblem(ProblemBase):
 
     @property
     def conv(self) -> ConvProblem:
-        check(self.has_conv, f"fusion mode {self.fusion_mode} has no convolution")
+        check(self.has_conv, lambda: f"fusion mode {self.fusion_mode} has no convolution")
         return ConvProblem("fwd", self.dtype, self.n, self.c, self.k, self.in_spatial, self.filter,
                            self.pads, self.strides, self.dilations, self.groups, pad_mode=self.pad_mode,
                            in_layout=self.layout, fil_layout=self.layout, out_layout=self.layout)
