@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence, TextIO
 
 EPILOG = """headless subcommands:
   miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
@@ -50,7 +50,7 @@ def _decode_parser() -> argparse.ArgumentParser:
 
 def decode_main(argv: Sequence[str]) -> int:
     ns = _decode_parser().parse_args(argv)
-    from miotui.decode_output import render
+    from miotui.decode_output import render_to
     from miotui.logs.sources import decode_paths
     from miotui.safe_text import visible
     try:
@@ -59,27 +59,26 @@ def decode_main(argv: Sequence[str]) -> int:
         where = visible(str(e.filename or " ".join(ns.paths)))
         print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)
         return 2
-    text = render(catalog, ns.format)
     if ns.output:
         try:
             with open(ns.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
+                render_to(fh, catalog, ns.format)
         except OSError as e:
             print(f"miotui decode: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)
             return 2
         return 0
-    return write_stdout(text, "miotui decode")
+    return write_stdout(lambda out: render_to(out, catalog, ns.format), "miotui decode")
 
 
-def write_stdout(text: str, who: str) -> int:
-    """Write ``text`` to stdout; a closed pipe or a full device is one line on stderr and
-    exit status 2, never a traceback (also not the one Python prints at exit when the
-    final flush fails)."""
+def write_stdout(write: Callable[[TextIO], None], who: str) -> int:
+    """``write(sys.stdout)``; a closed pipe or a full device is one line on stderr and exit
+    status 2, never a traceback (also not the one Python prints at exit when the final flush
+    fails)."""
     import os
     try:
         if sys.stdout is None:
             raise OSError(0, "standard output is closed")
-        sys.stdout.write(text)
+        write(sys.stdout)
         sys.stdout.flush()
     except (OSError, ValueError) as e:
         try:   # nothing more may reach the broken stream, not even at exit

@@ -10,8 +10,7 @@ markup.
 from __future__ import annotations
 
 import io
-import json
-from typing import Sequence
+from typing import IO, Sequence
 
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.problems import ConvProblem
@@ -97,17 +96,27 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
 
 
 def render(catalog: Catalog, fmt: str) -> str:
+    buf = io.StringIO()
+    render_to(buf, catalog, fmt)
+    return buf.getvalue()
+
+
+def render_to(out: IO[str], catalog: Catalog, fmt: str) -> None:
+    """Write ``catalog`` in ``fmt`` to ``out`` (JSON as it is made: a log of many layers
+    never holds the whole document)."""
     if fmt == "table":
-        return render_table(catalog)
+        out.write(render_table(catalog))
+        return
     from miotui import export
     layers = catalog.most_executed()
     if fmt == "json":
         stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
                  "unknown_finds": catalog.unknown_finds}
-        # ensure_ascii (the default) writes every control and non-ASCII character as \\uXXXX
-        return json.dumps(export.to_json(layers, catalog.undecoded(), stats), indent=1) + "\n"
-    if fmt == "csv":
-        return export.to_csv(layers)
-    if fmt == "driver":
-        return render_driver_lines(layers)
-    raise ValueError(f"unknown format {fmt!r}")
+        # json's ensure_ascii (the default) writes every control and non-ASCII character as \uXXXX
+        export.write_json(out, layers, catalog.undecoded(), stats)
+    elif fmt == "csv":
+        out.write(export.to_csv(layers))
+    elif fmt == "driver":
+        out.write(render_driver_lines(layers))
+    else:
+        raise ValueError(f"unknown format {fmt!r}")

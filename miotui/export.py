@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shlex
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.safe_text import visible
@@ -126,6 +127,26 @@ def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapp
         "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"]),
                   "unknown_finds": int(stats.get("unknown_finds", 0))},
     }
+
+
+def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
+               runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> None:
+    """The same document as ``to_json``, written as it is made: one layer or undecoded record
+    per line, so a log of 200,000 layers never holds the whole text (nor every layer's dict)
+    in memory, and each line is encoded by the C encoder."""
+    dumps = json.dumps
+    out.write('{"layers": [')
+    sep = "\n "
+    for layer in catalog_layers:
+        out.write(sep + dumps(layer_json(layer, None if runs is None else runs.get(layer.id, ()))))
+        sep = ",\n "
+    out.write('\n],\n"undecoded": [')
+    sep = "\n "
+    for u in undecoded:
+        out.write(sep + dumps({"line": u.line, "reason": u.reason, "text": u.text}))
+        sep = ",\n "
+    doc = to_json((), (), stats)
+    out.write('\n],\n"stats": ' + dumps(doc["stats"]) + "\n}\n")
 
 
 # ---------------------------------------------------------------------- CSV

@@ -160,12 +160,14 @@ class FlagValues:
     def int(self, key: str, default: Optional[int] = None) -> int:
         """The driver's ``atoi``: the leading integer (``1.`` and ``1.5`` read 1); a value with
         none is refused (``atoi`` would read 0, which no layer has)."""
-        if key not in self.raw:
+        v = self.raw.get(key)
+        if v is None:
             if default is not None:
                 return default
             text = self.default(key)
             return int(text) if _INT_RE.match(text) else 0
-        v = self.raw[key]
+        if v.isdigit() and len(v) <= 12:   # the common case, without a regex
+            return int(v)
         if _INT_RE.match(v):
             out = int(v)
         else:

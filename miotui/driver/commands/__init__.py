@@ -116,5 +116,14 @@ def to_driver_argv(problem: Problem, version: Optional[tuple[int, ...]] = None) 
 
 def to_driver_command(problem: Problem, executable: str = "MIOpenDriver",
                       version: Optional[tuple[int, ...]] = None) -> str:
-    """A paste-able command line; every token is a validated number or whitelisted name."""
-    return " ".join([executable] + [shlex.quote(a) for a in to_driver_argv(problem, version)])
+    """A paste-able command line; every token is a validated number or whitelisted name (and
+    quoted all the same when it holds anything but plain characters)."""
+    argv = [executable] + to_driver_argv(problem, version)
+    text = " ".join(argv)
+    if _PLAIN_RE.match(text):   # the usual case: nothing to quote (one regex for the line)
+        return text
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+#: characters that never need shell quoting (every token is separated by one space)
+_PLAIN_RE = re.compile(r"^[\w.,=+:/ -]*$")

@@ -219,12 +219,22 @@ def subcommand(family: str) -> Subcommand | None:
     return _BY_FAMILY.get(family)
 
 
+_VALID_CACHE: dict[tuple[int, ...] | None, frozenset[str]] = {}
+
+
 def valid_bases(version: tuple[int, ...] | None = None) -> frozenset[str]:
     """The base arguments the driver of ``version`` (None: the newest read) accepts."""
+    hit = _VALID_CACHE.get(version)
+    if hit is not None:
+        return hit
+    found: frozenset[str] = frozenset()
     for first, last, names in bases.VALID_BASES:
         if in_era(version, first, last):
-            return names
-    return frozenset()
+            found = names
+            break
+    if len(_VALID_CACHE) < 256:
+        _VALID_CACHE[version] = found
+    return found
 
 
 def is_valid_base(name: str, version: tuple[int, ...] | None = None) -> bool:
