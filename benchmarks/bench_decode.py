@@ -145,7 +145,8 @@ def print_table(gens: list[tuple[str, Generated]], runs: list[DecodeRun]) -> Non
     if not runs:
         return
     print()
-    print(f"{'format':<10} {'log MB':>9} {'decode s':>9} {'MB/s':>7} {'peak RSS MB':>12} {'exit':>5} {'out KB':>8}  rss from")
+    print(f"{'format':<10} {'log MB':>9} {'decode s':>9} {'MB/s':>7} {'peak RSS MB':>12} {'exit':>5} "
+          f"{'out KB':>8}  rss from")
     for r in runs:
         rss = "?" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f}"
         print(f"{r.log_format:<10} {r.log_bytes / 1e6:>9.1f} {r.wall_s:>9.2f} {r.mb_per_s:>7.1f} {rss:>12} "

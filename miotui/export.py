@@ -21,9 +21,16 @@ import shlex
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    SoftmaxProblem,
+)
 from miotui.safe_text import visible
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, SoftmaxProblem)
 
 __all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims"]
 

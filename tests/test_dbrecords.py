@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.dbrecords import (algorithm_direction, algorithm_number, decode_db_record, parse_db_item,
-                                   parse_db_items)
+from miotui.logs.dbrecords import algorithm_direction, algorithm_number, decode_db_record, parse_db_item, parse_db_items
 from miotui.logs.events import Sighting, Undecoded
 
 HERE = Path(__file__).parent
@@ -118,8 +117,8 @@ def test_cut_record_keeps_the_readable_items():
 # ---------------------------------------------------------------- real files
 
 def test_real_perf_db_53():
-    lines = [l for l in _real("53").splitlines() if l.strip()]
-    events = [e for l in lines for e in decode_db_record(l)]
+    lines = [ln for ln in _real("53").splitlines() if ln.strip()]
+    events = [e for ln in lines for e in decode_db_record(ln)]
     assert all(isinstance(e, Sighting) and e.source == "perf-db" for e in events)
     assert len(events) == 10                                           # README: 10 records
     assert sum(e.problem.direction == "fwd" for e in events) == 5      # 5 F, 5 B
@@ -127,7 +126,7 @@ def test_real_perf_db_53():
 
 
 def test_real_user_find_db_55():
-    results = [decode_db_record(l) for l in _real("55").splitlines() if l.strip()]
+    results = [decode_db_record(ln) for ln in _real("55").splitlines() if ln.strip()]
     sightings = [r[0] for r in results if r]
     assert results[-1] is None                                           # the cut key
     assert len(sightings) == 3
@@ -139,7 +138,7 @@ def test_real_user_find_db_55():
 @pytest.mark.parametrize("name", ["test_files_old_gfx90a68.HIP.fdb.txt", "test_files_usr_gfx90a68.HIP.fdb.txt"])
 def test_mituna_find_dbs_with_not_used_spelling(name):
     path = MITUNA / name
-    lines = [l for l in path.read_text().splitlines() if l.strip()]
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
     for line in lines:
         (s,) = decode_db_record(line)
         assert isinstance(s, Sighting) and s.source == "find-db", line[:80]

@@ -8,10 +8,17 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from miotui.driver import (DriverCommandError, parse_driver_args, parse_driver_command,
-                           to_driver_argv, to_driver_command)
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, ProblemError, SoftmaxProblem)
+from miotui.driver import DriverCommandError, parse_driver_args, parse_driver_command, to_driver_argv, to_driver_command
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    ProblemError,
+    SoftmaxProblem,
+)
 
 HERE = Path(__file__).parent
 MITUNA = HERE / "data" / "mituna"
@@ -34,7 +41,7 @@ def conv_problems(draw):
     dil = tuple(draw(st.integers(1, 3)) for _ in range(nd))
     pads = tuple(draw(st.integers(0, 3)) for _ in range(nd))
     spatial = tuple(draw(st.integers(1, 40)) for _ in range(nd))
-    adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dil)) if mode == "trans" else ()
+    adj = tuple(draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dil, strict=True)) if mode == "trans" else ()
     layout = draw(st.sampled_from(["NCHW", "NHWC"] if nd == 2 else ["NCDHW", "NDHWC"]))
     try:
         return ConvProblem(draw(st.sampled_from(["fwd", "bwd", "wrw"])),

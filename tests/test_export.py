@@ -19,8 +19,15 @@ from miotui import export
 from miotui.catalog import Catalog, LayerSnapshot, UndecodedRecord
 from miotui.driver import parse_driver_command, to_driver_command
 from miotui.logs.sources import decode_paths
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, LRNProblem,
-                             PoolProblem, SoftmaxProblem)
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    SoftmaxProblem,
+)
 
 DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "miotui", "samples",
                     "resnet50_demo.log")
@@ -78,7 +85,7 @@ def test_json_follows_the_contract(catalog):
     keys = {"id", "op", "direction", "dtype", "layout", "driver_command", "executions", "finds", "mentions",
             "first_line", "last_line", "sources", "warnings", "problem"}
     assert len(doc["layers"]) == len(layers)
-    for d, layer in zip(doc["layers"], layers):
+    for d, layer in zip(doc["layers"], layers, strict=True):
         assert set(d) == keys
         assert d["problem"] == layer.problem.to_dict()
         assert d["id"] == layer.index + 1
@@ -94,7 +101,7 @@ def test_csv_has_one_row_per_layer_in_the_order_given(catalog):
     rows = list(csv.DictReader(io.StringIO(export.to_csv(layers))))
     assert len(rows) == len(layers)
     assert tuple(rows[0]) == export.CSV_COLUMNS
-    for row, layer in zip(rows, layers):
+    for row, layer in zip(rows, layers, strict=True):
         assert int(row["id"]) == layer.id == layer.index + 1
         assert row["run_backend"] == row["run_status"] == ""
         assert int(row["executions"]) == layer.executions
@@ -128,7 +135,7 @@ def test_driver_script_runs_most_executed_first_and_round_trips(catalog):
     cmds = _commands(script)
     expected = sorted(layers, key=lambda s: (-s.executions, -s.finds, -s.mentions, s.first_line, s.index))
     assert len(cmds) == len(expected)
-    for tokens, layer in zip(cmds, expected):
+    for tokens, layer in zip(cmds, expected, strict=True):
         assert layer.problem in parse_driver_command("MIOpenDriver " + " ".join(tokens)).problems
     assert f"{expected[0].executions:,} executions" in script.split('"$DRIVER"')[0]
 

@@ -6,10 +6,16 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.keys import (DecodedKey, ProblemKeyError, db_key_for, decode_db_key, decode_network_config,
-                              decode_problem_string, split_type_names)
+from miotui.logs.keys import (
+    DecodedKey,
+    ProblemKeyError,
+    db_key_for,
+    decode_db_key,
+    decode_network_config,
+    decode_problem_string,
+    split_type_names,
+)
 from miotui.problems import ConvProblem, ProblemError
-
 
 # ---------------------------------------------------------------- real keys (§10, shipped dbs, real logs)
 
@@ -210,7 +216,7 @@ def test_db_key_round_trip(p):
 @given(conv_problems(transposed=True))
 def test_transposed_forward_key_reads_as_backward_data_and_names_the_other_reading(p):
     assume(p.fil_layout == p.in_layout == p.out_layout)
-    assume(all(a < s for a, s in zip(p.trans_output_pads, p.strides)))
+    assume(all(a < s for a, s in zip(p.trans_output_pads, p.strides, strict=True)))
     d = decode_db_key(db_key_for(p))
     (q,) = d.problems
     # same arithmetic: MIOpen runs a transposed forward as this backward-data problem

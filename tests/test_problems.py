@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             PoolProblem, ProblemError)
+from miotui.problems import ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem, PoolProblem, ProblemError
 
 
 def conv(**kw):

@@ -135,6 +135,7 @@ MIOpen(HIP): }
 MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 8 -c 64 -H 56 -W 56 -k 128 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -l 1 -j 1 --in_layout NHWC --fil_layout NHWC --out_layout NHWC -m conv -g 2 -F 2 -t 1
 """
     import io
+
     from miotui.catalog import Catalog
     from miotui.logs.sources import decode_stream
     catalog = Catalog()

@@ -32,6 +32,6 @@ def test_sample_decodes_to_ground_truth(fmt):
         assert +got_find == +want_find
     # (MIOpen 1.7's bare "bnorm" Command line after each BN-backward API block is that call)
     assert catalog.undecoded_count == 0, catalog.undecoded()[:3]
-    conv_layers = {(l.problem.direction, l.problem.key) for l in catalog.layers() if l.problem.op == "conv"}
+    conv_layers = {(ln.problem.direction, ln.problem.key) for ln in catalog.layers() if ln.problem.op == "conv"}
     want_conv = {op for op in set(truth.executions) | set(truth.finds) if op.op == "conv"}
     assert len(conv_layers) == len(want_conv)

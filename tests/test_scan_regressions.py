@@ -23,7 +23,7 @@ def decode(name: str) -> dict:
 
 
 def rows(doc: dict) -> list[tuple]:
-    return [(l["op"], l["direction"], l["dtype"], l["executions"], l["finds"]) for l in doc["layers"]]
+    return [(ln["op"], ln["direction"], ln["dtype"], ln["executions"], ln["finds"]) for ln in doc["layers"]]
 
 
 def test_guessed_dtype_block_takes_the_type_of_its_command_line():
@@ -71,7 +71,7 @@ def test_command_line_that_drops_fields_is_the_same_call(name, expected):
 
 
 def test_block_fields_win_over_the_lossy_command_line():
-    commands = [l["driver_command"] for l in decode("t21.log")["layers"]]
+    commands = [ln["driver_command"] for ln in decode("t21.log")["layers"]]
     assert "-Y 1 -X 1" in commands[0] and "-z same" in commands[1]
     assert "bnormfp16fp32" in decode("t19.log")["layers"][0]["driver_command"]
 

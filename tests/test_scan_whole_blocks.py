@@ -108,7 +108,7 @@ def test_old_blocks_with_bare_bodies_take_the_whole_block_path():
 
 def test_interleaved_threads_fall_back_to_the_line_path():
     a, b = conv(tid="11"), conv("{4, 16, 14, 14}, {3136, 196, 14, 1}, packed, ", tid="12")
-    mixed = [line for pair in zip(a, b) for line in pair] + a + b
+    mixed = [line for pair in zip(a, b, strict=False) for line in pair] + a + b
     data = ("\n".join(mixed) + "\n").encode()
     out, _ = decode(data, True)
     assert out == decode(data, False)[0]

@@ -14,8 +14,15 @@ from miotui.logs import grammar
 from miotui.logs.events import Sighting, Undecoded
 from miotui.logs.grammar import DescriptorError, layout_from_strides, parse_conv, parse_tensor
 from miotui.logs.trace import DTYPE_GUESS_WARNING, TraceDecoder, api_name
-from miotui.problems import (ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, SoftmaxProblem)
+from miotui.problems import (
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    SoftmaxProblem,
+)
 
 _HERE = Path(__file__).resolve().parent
 REAL_LOGS = _HERE / "data" / "real_logs"

@@ -6,9 +6,16 @@ the driver does), ``spec`` and ``tables`` (the driver's flags as data), ``shell`
 pasted shell text) and ``output`` (the driver's stdout).
 """
 
-from miotui.driver.commands import (KNOWN_BASES, DriverCommandError, ParsedCommand, parse_driver_args,
-                                    parse_driver_command, split_command_text, to_driver_argv,
-                                    to_driver_command)
+from miotui.driver.commands import (
+                                    KNOWN_BASES,
+                                    DriverCommandError,
+                                    ParsedCommand,
+                                    parse_driver_args,
+                                    parse_driver_command,
+                                    split_command_text,
+                                    to_driver_argv,
+                                    to_driver_command,
+)
 
 __all__ = ["KNOWN_BASES", "DriverCommandError", "ParsedCommand", "parse_driver_args", "parse_driver_command",
            "split_command_text", "to_driver_argv", "to_driver_command"]

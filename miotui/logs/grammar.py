@@ -235,7 +235,7 @@ def _grammars() -> dict[str, "pp.ParserElement"]:
                 + braced("pads") + comma + braced("strides") + comma + braced("dilations") + comma
                 + pp.Optional(integer("groups") + pp.Optional(comma))
                 + pp.Optional(braced("adj") + pp.Optional(comma)) + end)
-    # Convolution, MIOpen <= 1.7: <mode>, p, q, u, v, l, j, [g, ]
+    # Convolution, MIOpen <= 1.7: <mode>, p, q, u, v, dl, j, [g, ]
     conv_old = (enum("mode") + comma
                 + pp.Group(integer + comma + integer + comma + integer + comma + integer + comma
                            + integer + comma + integer)("vals")
@@ -361,7 +361,7 @@ _CONV_NEW_RE = re.compile(r"conv([23])d, (miopenConvolution|miopenTranspose), "
 _CONV_OLD_RE = re.compile(r"(miopen(?:Convolution|Transpose|GroupConv|Depthwise)), "
                           r"(\d+), (\d+), (\d+), (\d+), (\d+), (\d+), ?(?:(\d+), ?)?")
 #: MIOpen 1.0-1.3 (2017-early 2018, MIOpen's wiki "Logger to Driver Decoder"): six numbers and
-#: no mode name, ``p, q, u, v, l, j, `` (pad h/w, stride h/w, dilation h/w; always a convolution)
+#: no mode name, ``p, q, u, v, dl, j, `` (pad h/w, stride h/w, dilation h/w; always a convolution)
 _CONV_BARE_RE = re.compile(r"(\d+), ?(\d+), ?(\d+), ?(\d+), ?(\d+), ?(\d+),? ?")
 _INT_VECTOR_RE = re.compile(r"\{ ((?:\d+ )*)\}")
 
@@ -416,14 +416,14 @@ def _conv_fast(s: str) -> Optional[ConvDesc]:
     m = _CONV_OLD_RE.fullmatch(s)
     if m:
         mode_v = m.group(1)
-        p, q, u, v, l, j = (int(m.group(i)) for i in range(2, 8))
+        p, q, u, v, dl, j = (int(m.group(i)) for i in range(2, 8))
         legacy = mode_v if mode_v in ("miopenGroupConv", "miopenDepthwise") else ""
-        return ConvDesc(2, _CONV_MODES_OLD[mode_v], "default", (p, q), (u, v), (l, j),
+        return ConvDesc(2, _CONV_MODES_OLD[mode_v], "default", (p, q), (u, v), (dl, j),
                         int(m.group(8)) if m.group(8) else 1, (), legacy, False)
     m = _CONV_BARE_RE.fullmatch(s)
     if m:
-        p, q, u, v, l, j = (int(m.group(i)) for i in range(1, 7))
-        return ConvDesc(2, "conv", "default", (p, q), (u, v), (l, j), 1, (), "", False)
+        p, q, u, v, dl, j = (int(m.group(i)) for i in range(1, 7))
+        return ConvDesc(2, "conv", "default", (p, q), (u, v), (dl, j), 1, (), "", False)
     return None
 
 
@@ -470,10 +470,10 @@ def parse_conv(text: str) -> ConvDesc:
     mode = _CONV_MODES_OLD.get(str(mode_v))
     if mode is None:
         raise DescriptorError(f"unknown convolution mode {mode_v!r}")
-    p, q, u, v, l, j = _ints(r["vals"])
+    p, q, u, v, dl, j = _ints(r["vals"])
     groups = int(r["groups"]) if "groups" in r else 1
     legacy = str(mode_v) if mode_v in ("miopenGroupConv", "miopenDepthwise") else ""
-    return ConvDesc(2, mode, "default", (p, q), (u, v), (l, j), groups, (), legacy, False)
+    return ConvDesc(2, mode, "default", (p, q), (u, v), (dl, j), groups, (), legacy, False)
 
 
 @_memo

@@ -184,7 +184,7 @@ def _transposed_alternative(p: ConvProblem) -> Optional[ConvProblem]:
     input dy (K channels, ``p.out_spatial``) and output dx (C channels).
     """
     adj = []
-    for i, o, f, pd, s, d in zip(p.out_spatial, p.in_spatial, p.filter, p.pads, p.strides, p.dilations):
+    for i, o, f, pd, s, d in zip(p.out_spatial, p.in_spatial, p.filter, p.pads, p.strides, p.dilations, strict=True):
         a = o - ((i - 1) * s - 2 * pd + d * (f - 1) + 1)
         if a < 0 or a >= max(s, d):
             return None
@@ -244,16 +244,18 @@ def decode_db_key(key: str) -> DecodedKey:
     direction = _DIRECTIONS.get(tail[-1])
     if direction is None:
         raise ProblemKeyError(f"direction must be F, B or W, got {tail[-1]!r}")
-    i = 0
-    in_c = _int(tokens[i], "C"); i += 1
-    in_sp = tuple(_int(t, "input size") for t in tokens[i:i + ndim]); i += ndim
-    filt = _dims(tokens[i], ndim, "filter"); i += 1
-    out_c = _int(tokens[i], "K"); i += 1
-    out_sp = tuple(_int(t, "output size") for t in tokens[i:i + ndim]); i += ndim
-    n = _int(tokens[i], "N"); i += 1
-    pads = _dims(tokens[i], ndim, "pads"); i += 1
-    strides = _dims(tokens[i], ndim, "strides"); i += 1
-    dils = _dims(tokens[i], ndim, "dilations"); i += 1
+    in_c = _int(tokens[0], "C")
+    in_sp = tuple(_int(t, "input size") for t in tokens[1:1 + ndim])
+    i = 1 + ndim
+    filt = _dims(tokens[i], ndim, "filter")
+    out_c = _int(tokens[i + 1], "K")
+    out_sp = tuple(_int(t, "output size") for t in tokens[i + 2:i + 2 + ndim])
+    i += 2 + ndim
+    n = _int(tokens[i], "N")
+    pads = _dims(tokens[i + 1], ndim, "pads")
+    strides = _dims(tokens[i + 2], ndim, "strides")
+    dils = _dims(tokens[i + 3], ndim, "dilations")
+    i += 4
     bias = tokens[i]
     if bias not in ("0", "1"):
         raise ProblemKeyError(f"bias field must be 0 or 1, got {bias!r}")

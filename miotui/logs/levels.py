@@ -30,8 +30,13 @@ from typing import Callable, Optional
 from miotui.logs.dbrecords import algorithm_direction, algorithm_number, item_annotations, parse_db_items
 from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
 from miotui.logs.keys import ProblemKeyError, decode_db_key, decode_network_config, decode_problem_string
-from miotui.logs.netconfigs import (decode_bn_config, decode_softmax_config, is_bn_config, is_softmax_config,
-                                    read_pool_config)
+from miotui.logs.netconfigs import (
+    decode_bn_config,
+    decode_softmax_config,
+    is_bn_config,
+    is_softmax_config,
+    read_pool_config,
+)
 
 #: Cached decoded messages (cleared when full).
 CACHE_SIZE = 50_000

@@ -294,7 +294,7 @@ class LogScanner:
             why = self._cut_at_the_end(self._last_line)
             if why:
                 self._undecoded(self.line_no, why, self._last_line)
-            for tid, block in list(self._blocks.items()):
+            for block in list(self._blocks.values()):
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
             self._blocks.clear()

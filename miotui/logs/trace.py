@@ -32,13 +32,41 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from miotui.logs.events import Event, Sighting, Undecoded
-from miotui.logs.grammar import (ACTIVATION_NAMES, ActivDesc, ConvDesc, DescriptorError, LRNDesc, PoolDesc, TensorArg,
-                                 TensorDesc, is_null_pointer, is_pointer, layout_strides,
-                                 packed_strides, parse_activ, parse_conv, parse_int_vector, parse_lrn,
-                                 parse_number, parse_pool, parse_tensor, parse_tensor_args)
-from miotui.problems import (FUSION_ACTIV_DEFAULTS, ActivationProblem, BatchNormProblem, ConvProblem, FusionProblem,
-                             LRNProblem, PoolProblem, Problem, ProblemError, SoftmaxProblem,
-                             default_layout)
+from miotui.logs.grammar import (
+    ACTIVATION_NAMES,
+    ActivDesc,
+    ConvDesc,
+    DescriptorError,
+    LRNDesc,
+    PoolDesc,
+    TensorArg,
+    TensorDesc,
+    is_null_pointer,
+    is_pointer,
+    layout_strides,
+    packed_strides,
+    parse_activ,
+    parse_conv,
+    parse_int_vector,
+    parse_lrn,
+    parse_number,
+    parse_pool,
+    parse_tensor,
+    parse_tensor_args,
+)
+from miotui.problems import (
+    FUSION_ACTIV_DEFAULTS,
+    ActivationProblem,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    LRNProblem,
+    PoolProblem,
+    Problem,
+    ProblemError,
+    SoftmaxProblem,
+    default_layout,
+)
 
 __all__ = ["TraceDecoder", "api_name", "DTYPE_GUESS_WARNING", "DATA_TYPES"]
 

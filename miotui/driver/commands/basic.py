@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from miotui.driver.commands.common import (Context, ParsedCommand, base_for, dtype_of, fmt_float, make,
-                                       plain_directions, read, require)
+from miotui.driver.commands.common import (
+    Context,
+    ParsedCommand,
+    base_for,
+    dtype_of,
+    fmt_float,
+    make,
+    plain_directions,
+    read,
+    require,
+)
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import activ as activ_table

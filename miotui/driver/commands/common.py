@@ -74,7 +74,8 @@ def base_for(sub: Subcommand, dtype: str, param_dtype: str = "",
     """The base argument that runs ``dtype`` on the driver of ``version`` (today's when None)."""
     from miotui.driver.tables import valid_bases
     valid = valid_bases(version)
-    candidates = [b.name for b in sub.bases if b.dtype == dtype and (b.param_dtype or b.dtype) == (param_dtype or dtype)]
+    wanted = param_dtype or dtype
+    candidates = [b.name for b in sub.bases if b.dtype == dtype and (b.param_dtype or b.dtype) == wanted]
     for name in candidates:
         if name in valid:
             return name

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from miotui.driver.commands.common import (Context, ParsedCommand, base_for, direction_from_api, dtype_of, make, read,
-                                       require)
+from miotui.driver.commands.common import (
+    Context,
+    ParsedCommand,
+    base_for,
+    direction_from_api,
+    dtype_of,
+    make,
+    read,
+    require,
+)
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import conv as conv_table

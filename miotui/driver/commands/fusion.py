@@ -65,7 +65,8 @@ def read_fusion(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -
             return hw
         return ((int(depth) if d_key == "!" and depth.isdigit() and not f.has("!") else f.int(d_key)),) + hw
 
-    activ = {name: (f.int if flag == "m" else f.float)(flag, FUSION_ACTIV_DEFAULTS[name]) for flag, name in _ACTIV_FLAGS}
+    activ = {name: (f.int if flag == "m" else f.float)(flag, FUSION_ACTIV_DEFAULTS[name])
+             for flag, name in _ACTIV_FLAGS}
     if bn_key == "m":   # -m was the batch-norm mode
         activ["activ_mode"] = int(FUSION_ACTIV_DEFAULTS["activ_mode"])
     pad_mode = f.choice("z", ("default", "same", "valid", "conv"), "conv")

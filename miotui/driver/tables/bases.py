@@ -96,7 +96,8 @@ NEWEST_VALID_ORDER: tuple[str, ...] = (
 REGISTRATION_MISMATCHES: tuple[tuple[str, str, str, str], ...] = (
     ("1.5", "1.5", "CBAInferfp16", "valid, but main.cpp only makes 'CBAInfer16' (a typo): prints 'Incorrect BaseArg'"),
     ("1.5", "1.5", "CBAInfer16", "made by main.cpp but rejected by the valid list"),
-    ("3.3", "3.4", "CBAInfer", "dropped from the valid list by 57f4b9547 (getitem PR) while dm_fusion.cpp still makes it"),
+    ("3.3", "3.4", "CBAInfer",
+     "dropped from the valid list by 57f4b9547 (getitem PR) while dm_fusion.cpp still makes it"),
     ("3.3", "3.4", "CBAInferfp16", "same as CBAInfer"),
     ("3.3", "3.4", "convfp8", "dropped from the valid list; dm_convfp8.cpp still makes it"),
     ("3.3", "3.4", "convbfp8", "dropped from the valid list; dm_convbfp8.cpp still makes it"),
