@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Optional, Sequence, TextIO
+from typing import Optional, Sequence
 
 EPILOG = """headless subcommands:
   miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
@@ -37,64 +37,6 @@ def _version() -> str:
     return __version__
 
 
-def _decode_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="miotui decode",
-                                description="Decode MIOpen logs (any version) into unique layers.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files ('.gz' read transparently; '-' is stdin)")
-    p.add_argument("--format", choices=("table", "json", "csv", "driver"), default="table",
-                   help="table: readable; json: the documented contract; csv: one row per layer; "
-                        "driver: one runnable MIOpenDriver command per layer, most executed first")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
-    return p
-
-
-def decode_main(argv: Sequence[str]) -> int:
-    ns = _decode_parser().parse_args(argv)
-    from miotui.decode_output import render_to
-    from miotui.logs.sources import decode_paths
-    from miotui.safe_text import visible
-    try:
-        catalog = decode_paths(ns.paths)
-    except OSError as e:
-        where = visible(str(e.filename or " ".join(ns.paths)))
-        print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    if ns.output:
-        try:
-            with open(ns.output, "w", encoding="utf-8") as fh:
-                render_to(fh, catalog, ns.format)
-        except OSError as e:
-            print(f"miotui decode: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)
-            return 2
-        return 0
-    return write_stdout(lambda out: render_to(out, catalog, ns.format), "miotui decode")
-
-
-def write_stdout(write: Callable[[TextIO], None], who: str) -> int:
-    """``write(sys.stdout)``; a closed pipe or a full device is one line on stderr and exit
-    status 2, never a traceback (also not the one Python prints at exit when the final flush
-    fails)."""
-    import os
-    try:
-        if sys.stdout is None:
-            raise OSError(0, "standard output is closed")
-        write(sys.stdout)
-        sys.stdout.flush()
-    except (OSError, ValueError) as e:
-        try:   # nothing more may reach the broken stream, not even at exit
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-        except OSError:
-            pass
-        reason = getattr(e, "strerror", None) or str(e)
-        try:
-            print(f"{who}: cannot write the output: {reason}", file=sys.stderr)
-        except (OSError, ValueError, AttributeError):
-            pass
-        return 2
-    return 0
-
-
 def run_cli_main(argv: Sequence[str]) -> int:
     from miotui.run_cli import add_run_parser, run_main
     top = argparse.ArgumentParser(prog="miotui")
@@ -107,6 +49,7 @@ def run_cli_main(argv: Sequence[str]) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "decode":
+        from miotui.decode_cli import decode_main
         return decode_main(args[1:])
     if args and args[0] == "run":
         return run_cli_main(args[1:])

@@ -9,10 +9,13 @@ markup.
 
 from __future__ import annotations
 
+import dataclasses
 import io
-from typing import IO, Sequence
+from typing import IO, Iterable, Iterator, Optional, Sequence
 
 from miotui.catalog import Catalog, LayerSnapshot
+from miotui.driver import DriverCommandError, to_driver_command
+from miotui.driver.versions import version_text
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 
@@ -95,20 +98,36 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def render(catalog: Catalog, fmt: str) -> str:
+def render(catalog: Catalog, fmt: str, version: Optional[tuple[int, ...]] = None) -> str:
     buf = io.StringIO()
-    render_to(buf, catalog, fmt)
+    render_to(buf, catalog, fmt, version)
     return buf.getvalue()
 
 
-def render_to(out: IO[str], catalog: Catalog, fmt: str) -> None:
+def for_driver(layers: Iterable[LayerSnapshot], version: Optional[tuple[int, ...]]) -> Iterator[LayerSnapshot]:
+    """The layers with their commands written for the driver of ``version`` (None: as they
+    are, for today's driver)."""
+    for layer in layers:
+        if version is None:
+            yield layer
+            continue
+        try:
+            command = to_driver_command(layer.problem, version=version)
+            warnings = layer.warnings
+        except DriverCommandError as e:
+            command = ""
+            warnings = layer.warnings + (f"no command for {version_text(version)}: {e}",)
+        yield dataclasses.replace(layer, driver_command=command, warnings=warnings)
+
+
+def render_to(out: IO[str], catalog: Catalog, fmt: str, version: Optional[tuple[int, ...]] = None) -> None:
     """Write ``catalog`` in ``fmt`` to ``out`` (JSON as it is made: a log of many layers
-    never holds the whole document)."""
+    never holds the whole document), with commands for the driver of ``version``."""
     if fmt == "table":
         out.write(render_table(catalog))
         return
     from miotui import export
-    layers = catalog.most_executed()
+    layers = list(for_driver(catalog.most_executed(), version))
     if fmt == "json":
         stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
                  "unknown_finds": catalog.unknown_finds}

@@ -305,3 +305,29 @@ def test_every_mituna_line_decodes_and_round_trips():
     # One line of the corpus is a fragment with no executable, base argument or -n
     # (" 64 -c 64 -H 56 ..."): it is reported, not guessed.
     assert undecoded == [("recurrent_cfgs_all.txt", 1341, "no MIOpenDriver command found")]
+
+
+def test_driver_version_names_a_miopen_or_a_rocm_release():
+    from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output
+    assert resolve_driver_version(None) is None and resolve_driver_version("latest") is None
+    assert resolve_driver_version("3.2.0") == (3, 2, 0) == resolve_driver_version("rocm-6.2")
+    assert resolve_driver_version("6.4") == resolve_driver_version("ROCm 6.4")      # MIOpen never had a 6.x
+    for bad in ("banana", "rocm-99.1"):
+        with pytest.raises(DriverVersionError):
+            resolve_driver_version(bad)
+    assert version_from_output("MIOpen (version: 2.9.0)") == (2, 9, 0)
+    assert version_from_output("Timestamp: x; MIOpen Driver: 3.5.1; CPU Vendor: AMD") == (3, 5, 1)
+
+
+def test_decode_writes_commands_for_the_asked_driver(tmp_path):
+    import subprocess
+    import sys
+    log = tmp_path / "f.log"
+    log.write_text("MIOpen(HIP): Command [LogCmdFusion] ./bin/MIOpenDriver CBAInfer -F 4 -n 2 -c 8 -H 9 -W 9 -k 8 "
+                   "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1\n")
+
+    def commands(*extra: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "miotui", "decode", str(log), "--format", "driver", *extra],
+                             capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if line.startswith("MIOpenDriver")]
+    assert " -J 4 " in commands()[0] and " -F 4 " in commands("--driver-version", "rocm-6.2")[0]

@@ -1,0 +1,80 @@
+"""``miotui decode``: logs in, unique layers out (a table, JSON, CSV, or driver commands).
+
+Headless and part of the core (no UI library is imported): scripts and CI use it, and its
+JSON is the documented contract.  Exit status: 0 for any input (what could not be decoded is
+listed, with why), 2 for an unreadable path, a bad argument or an output that cannot be
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Sequence, TextIO
+
+
+def _decode_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="miotui decode",
+                                description="Decode MIOpen logs (any version) into unique layers.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files ('.gz' read transparently; '-' is stdin)")
+    p.add_argument("--format", choices=("table", "json", "csv", "driver"), default="table",
+                   help="table: readable; json: the documented contract; csv: one row per layer; "
+                        "driver: one runnable MIOpenDriver command per layer, most executed first")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--driver-version", metavar="VERSION",
+                   help="write MIOpenDriver commands for this driver: a MIOpen version (3.2.0) or a ROCm release "
+                        "(rocm-6.2); default: today's driver")
+    return p
+
+
+def decode_main(argv: Sequence[str]) -> int:
+    parser = _decode_parser()
+    ns = parser.parse_args(argv)
+    from miotui.decode_output import render_to
+    from miotui.driver.versions import DriverVersionError, resolve_driver_version
+    from miotui.logs.sources import decode_paths
+    from miotui.safe_text import visible
+    try:
+        version = resolve_driver_version(ns.driver_version)
+    except DriverVersionError as e:
+        parser.error(str(e))
+    try:
+        catalog = decode_paths(ns.paths)
+    except OSError as e:
+        where = visible(str(e.filename or " ".join(ns.paths)))
+        print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if ns.output:
+        try:
+            with open(ns.output, "w", encoding="utf-8") as fh:
+                render_to(fh, catalog, ns.format, version)
+        except OSError as e:
+            print(f"miotui decode: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        return 0
+    return write_stdout(lambda out: render_to(out, catalog, ns.format, version), "miotui decode")
+
+
+def write_stdout(write: Callable[[TextIO], None], who: str) -> int:
+    """``write(sys.stdout)``; a closed pipe or a full device is one line on stderr and exit
+    status 2, never a traceback (also not the one Python prints at exit when the final flush
+    fails)."""
+    import os
+    try:
+        if sys.stdout is None:
+            raise OSError(0, "standard output is closed")
+        write(sys.stdout)
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:
+        try:   # nothing more may reach the broken stream, not even at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+        except OSError:
+            pass
+        reason = getattr(e, "strerror", None) or str(e)
+        try:
+            print(f"{who}: cannot write the output: {reason}", file=sys.stderr)
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 2
+    return 0
