@@ -189,9 +189,9 @@ def test_decode_cli_driver_and_csv(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert lines == [
-        "# 3 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 1-4)",
+        "# layer 1: 3 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 1-4)",
         "MIOpenDriver conv -n 1 -c 3 -H 32 -W 32 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1",
-        "# 1 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 2-2)",
+        "# layer 2: 1 executions, 0 finds, 0 mentions: conv fwd fp32 NCHW (log lines 2-2)",
         "MIOpenDriver conv -n 2 -c 3 -H 32 -W 32 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1",
     ]
     csv_out = subprocess.run([sys.executable, "-m", "miotui", "decode", str(log), "--format", "csv"],

@@ -26,49 +26,54 @@ lambdas, tensor ops, RNNs...) give ``[]``.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional
 
 from miotui.logs.events import Event, Sighting, Undecoded
 from miotui.logs.grammar import (
-    ACTIVATION_NAMES,
     ActivDesc,
     ConvDesc,
     DescriptorError,
     LRNDesc,
     PoolDesc,
-    TensorArg,
     TensorDesc,
-    is_null_pointer,
-    is_pointer,
     layout_strides,
     packed_strides,
     parse_activ,
     parse_conv,
     parse_int_vector,
     parse_lrn,
-    parse_number,
     parse_pool,
-    parse_tensor,
-    parse_tensor_args,
 )
+from miotui.logs.trace_params import (
+    BN_APIS,
+    CONV_APIS,
+    CONV_DESC,
+    CONV_TENSORS,
+    BlockError,
+    BlockParams,
+    api_name,
+    cast_warning,
+    make_problem,
+    nchw_2d,
+    need_tensor,
+    opt_tensor,
+    pair_key,
+    spatial_of,
+    storage_layout,
+)
+from miotui.logs.trace_plans import FUSION_KINDS, Find2Problem, FusionPlan, PlanHandlers
 from miotui.problems import (
-    FUSION_ACTIV_DEFAULTS,
     ActivationProblem,
     BatchNormProblem,
     ConvProblem,
-    FusionProblem,
     LRNProblem,
     PoolProblem,
-    Problem,
-    ProblemError,
     SoftmaxProblem,
-    default_layout,
 )
 
-__all__ = ["TraceDecoder", "api_name", "DTYPE_GUESS_WARNING", "DATA_TYPES"]
+__all__ = ["TraceDecoder", "api_name", "DTYPE_GUESS_WARNING", "DATA_TYPES", "BlockError", "BlockParams",
+           "make_problem", "need_tensor", "opt_tensor"]
 
 SOURCE = "api-trace"
 
@@ -85,304 +90,9 @@ _DTYPE_MEMORY = 4096
 _BLOCK_CACHE = 8192
 
 
-class BlockError(Exception):
-    """Raised inside a handler: the block is a modelled op that cannot be decoded."""
-
-
-# ----------------------------------------------------------------------------- header
-
-_HEADER_CACHE: dict[str, str] = {}
-_NAME_RE = re.compile(r"([A-Za-z_~][\w:~<>]*)\s*$")
-
-
-def api_name(header: str) -> str:
-    """The traced function's name, ``_impl`` stripped, or "" for a header that is not a
-    public MIOpen API (C++ internals, lambdas, anything not starting with ``miopen``)."""
-    hit = _HEADER_CACHE.get(header)
-    if hit is not None:
-        return hit
-    name = ""
-    paren = header.find("(")
-    if paren > 0:
-        m = _NAME_RE.search(header[:paren])
-        if m:
-            token = m.group(1)
-            if "::" not in token and token.startswith("miopen"):
-                name = token[:-5] if token.endswith("_impl") else token
-    if len(_HEADER_CACHE) > 4096:
-        _HEADER_CACHE.clear()
-    _HEADER_CACHE[header] = name
-    return name
-
-
-# ----------------------------------------------------------------------------- params
-
-class BlockParams:
-    """The block's ``name = value`` pairs; lookups by any of several spellings
-    (parameter names changed between versions: ``u``/``stride_h``, ``yDesc``/``ydesc``)."""
-
-    __slots__ = ("d", "lower")
-
-    def __init__(self, params: Sequence[tuple[str, str]]):
-        d: dict[str, str] = {}
-        for item in params:
-            try:
-                k, v = item
-            except (TypeError, ValueError):
-                continue
-            k = str(k).strip()
-            if k and k not in d:
-                d[k] = str(v).strip()
-        self.d = d
-        self.lower = {k.lower(): v for k, v in d.items()}
-
-    def get(self, *names: str) -> Optional[str]:
-        for n in names:
-            v = self.d.get(n)
-            if v is not None:
-                return v
-        for n in names:
-            v = self.lower.get(n.lower())
-            if v is not None:
-                return v
-        return None
-
-    def need(self, what: str, *names: str) -> str:
-        v = self.get(*names)
-        if v is None:
-            raise BlockError(f"no {what} ({' / '.join(names)}) in the block")
-        return v
-
-    def int(self, what: str, *names: str) -> int:
-        v = self.need(what, *names)
-        try:
-            return int(v, 10)
-        except ValueError:
-            raise BlockError(f"{what} is not an integer: {v[:40]!r}") from None
-
-    def opt_int(self, *names: str) -> Optional[int]:
-        v = self.get(*names)
-        if v is None:
-            return None
-        try:
-            return int(v, 10)
-        except ValueError:
-            return None
-
-    def float(self, what: str, *names: str) -> float:
-        v = self.need(what, *names)
-        try:
-            return parse_number(v)
-        except DescriptorError:
-            raise BlockError(f"{what} is not a number: {v[:40]!r}") from None
-
-    def nonnull(self, *names: str) -> bool:
-        """True when the pointer argument is present and not null."""
-        v = self.get(*names)
-        return v is not None and v != "" and not is_null_pointer(v)
-
-
-def _normalise(value: str) -> str:
-    """Cache-key form of a value: addresses change every iteration, only null-ness matters."""
-    v = value.strip()
-    if v.startswith("0x") or (len(v) == 16 and is_pointer(v)):
-        return "<ptr>" if not is_null_pointer(v) else "nullptr"
-    return v
-
-
-_PAIR_KEYS: dict[tuple[str, str], Optional[tuple[str, str]]] = {}
-_PAIR_KEYS_LIMIT = 200_000
-
-
-def _pair_key(pair: tuple[str, str]) -> Optional[tuple[str, str]]:
-    """Cache-key form of one (name, value) parameter, memoised: the scanner hands the same
-    tuple object for every repeat of a line, so most calls are one dict lookup."""
-    key = _PAIR_KEYS.get(pair)
-    if key is None:
-        name, value = pair
-        key = None if name == "handle" else (name, _normalise(value))
-        if len(_PAIR_KEYS) >= _PAIR_KEYS_LIMIT:
-            _PAIR_KEYS.clear()
-        _PAIR_KEYS[pair] = key
-    return key
-
-
-# ----------------------------------------------------------------------------- tensors
-
-def need_tensor(p: BlockParams, what: str, *names: str) -> TensorDesc:
-    text = p.need(what, *names)
-    try:
-        t = parse_tensor(text)
-    except DescriptorError as e:
-        raise BlockError(f"{what}: {e}") from None
-    if not t.lens:
-        raise BlockError(f"{what} is an empty (unset) tensor descriptor")
-    if any(v <= 0 for v in t.lens):
-        raise BlockError(f"{what} has a non-positive length: {t.lens}")
-    return t
-
-
-def opt_tensor(p: BlockParams, *names: str) -> Optional[TensorDesc]:
-    text = p.get(*names)
-    if text is None or is_null_pointer(text):
-        return None
-    try:
-        t = parse_tensor(text)
-    except DescriptorError:
-        return None
-    return t if t.lens and all(v > 0 for v in t.lens) else None
-
-
-def _layout(t: Optional[TensorDesc], ndim: int, what: str, warnings: list[str]) -> str:
-    """Storage layout of a 4-D/5-D tensor as MIOpen names it, with a warning when the
-    driver cannot reproduce it (an odd axis order, or padded/non-packed strides)."""
-    default = default_layout(ndim)
-    if t is None or t.strides is None:
-        return default
-    order = t.storage_order
-    allowed = ("NCHW", "NHWC") if ndim == 2 else ("NCDHW", "NDHWC")
-    if order not in allowed:
-        warnings.append(f"{what} strides {list(t.strides)} give layout {order or '?'}, which MIOpenDriver "
-                        f"cannot express; assumed {default}")
-        return default
-    if t.packed is False:
-        warnings.append(f"{what} is not packed (strides {list(t.strides)}); the driver command uses "
-                        f"packed {order}")
-    return order
-
-
-def _cast_warning(t: Optional[TensorDesc], what: str, warnings: list[str]) -> None:
-    if t is not None and t.cast_type:
-        warnings.append(f"{what} has cast type {t.cast_type}, which this problem does not carry")
-
-
-def _spatial_of(t: TensorDesc, what: str) -> tuple[int, int, tuple[int, ...]]:
-    """N, C and (D,)H,W of a 4-D or 5-D tensor."""
-    if t.rank not in (4, 5):
-        raise BlockError(f"{what} has {t.rank} dimensions; expected 4 or 5")
-    return t.lens[0], t.lens[1], t.lens[2:]
-
-
-def _nchw_2d(t: TensorDesc, what: str, warnings: list[str]) -> tuple[int, int, tuple[int, int]]:
-    """N, C, (H, W) for problems that are 2-D only (activation, LRN, softmax): lower ranks
-    are padded with 1s and a 5-D tensor's depth is folded into H, as element-wise ops allow."""
-    lens = t.lens
-    if len(lens) == 4:
-        return lens[0], lens[1], (lens[2], lens[3])
-    if len(lens) == 5:
-        warnings.append(f"{what} is 5-D {list(lens)}; depth folded into H")
-        return lens[0], lens[1], (lens[2] * lens[3], lens[4])
-    if 1 <= len(lens) < 4:
-        padded = tuple(lens) + (1,) * (4 - len(lens))
-        warnings.append(f"{what} is {len(lens)}-D {list(lens)}; read as {list(padded)}")
-        return padded[0], padded[1], (padded[2], padded[3])
-    raise BlockError(f"{what} has {len(lens)} dimensions")
-
-
-def make_problem(make: Callable[[], Problem]) -> Problem:
-    try:
-        return make()
-    except ProblemError as e:
-        raise BlockError(str(e)) from None
-    except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
-        raise BlockError(f"values do not form a valid problem: {e}") from None
-
-
-# ----------------------------------------------------------------------------- op tables
-
-#: conv API -> (direction, role).  _CONV_TENSORS gives its x/w/y parameter names in §9 step 3's
-#: sense: the tensors MIOpen's Command line describes the call by.
-_X_FWD, _W_FWD, _Y_FWD = ("xDesc", "inputTensorDesc"), ("wDesc", "filterDesc"), ("yDesc", "ydesc")
-_X_BWD, _W_BWD, _Y_BWD = ("dxDesc",), ("wDesc",), ("dyDesc",)
-_X_WRW, _W_WRW, _Y_WRW = ("xDesc",), ("dwDesc",), ("dyDesc",)
-_CONV_APIS: dict[str, tuple[str, str]] = {}
-for _dir, _names in (
-        ("fwd", ("miopenConvolutionForward", "miopenConvolutionForwardImmediate",
-                 "miopenFindConvolutionForwardAlgorithm", "miopenConvolutionForwardGetWorkSpaceSize",
-                 "miopenConvolutionForwardGetSolutionCount", "miopenConvolutionForwardGetSolution",
-                 "miopenConvolutionForwardGetSolutionWorkspaceSize",
-                 "miopenConvolutionForwardCompileSolution", "miopenGetConvolutionForwardOutputDim",
-                 "miopenGetConvolutionNdForwardOutputDim")),
-        ("bwd", ("miopenConvolutionBackwardData", "miopenConvolutionBackwardDataImmediate",
-                 "miopenFindConvolutionBackwardDataAlgorithm",
-                 "miopenConvolutionBackwardDataGetWorkSpaceSize",
-                 "miopenConvolutionBackwardDataGetSolutionCount", "miopenConvolutionBackwardDataGetSolution",
-                 "miopenConvolutionBackwardDataGetSolutionWorkspaceSize",
-                 "miopenConvolutionBackwardDataCompileSolution")),
-        ("wrw", ("miopenConvolutionBackwardWeights", "miopenConvolutionBackwardWeightsImmediate",
-                 "miopenFindConvolutionBackwardWeightsAlgorithm",
-                 "miopenConvolutionBackwardWeightsGetWorkSpaceSize",
-                 "miopenConvolutionBackwardWeightsGetSolutionCount",
-                 "miopenConvolutionBackwardWeightsGetSolution",
-                 "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize",
-                 "miopenConvolutionBackwardWeightsCompileSolution"))):
-    for _n in _names:
-        if _n.startswith("miopenFind"):
-            _role = "find"
-        elif _n in ("miopenConvolutionForward", "miopenConvolutionBackwardData",
-                    "miopenConvolutionBackwardWeights") or _n.endswith("Immediate"):
-            _role = "execution"
-        else:
-            _role = "mention"
-        _CONV_APIS[_n] = (_dir, _role)
-_CONV_TENSORS = {"fwd": (_X_FWD, _W_FWD, _Y_FWD), "bwd": (_X_BWD, _W_BWD, _Y_BWD),
-                 "wrw": (_X_WRW, _W_WRW, _Y_WRW)}
-_CONV_DESC = ("convDesc", "conv_desc")
-_API_DIRECTION_ID = {"fwd": 0, "bwd": 1, "wrw": 2}
-_PROBLEM_DIRECTIONS = {0: "fwd", 1: "bwd", 2: "wrw"}
-
-_BN_APIS = {
-    "miopenBatchNormalizationForwardInference": "fwd_infer",
-    "miopenBatchNormalizationForwardInference_V2": "fwd_infer",
-    "miopenBatchNormalizationForwardTraining": "fwd_train",
-    "miopenBatchNormalizationForwardTraining_V2": "fwd_train",
-    "miopenBatchNormalizationBackward": "bwd",
-    "miopenBatchNormalizationBackward_V2": "bwd",
-}
-_FUSION_KINDS = {
-    "miopenCreateOpConvForward": "conv", "miopenCreateOpBiasForward": "bias",
-    "miopenCreateOpActivationForward": "activ", "miopenCreateOpBatchNormInference": "bn_infer",
-    "miopenCreateOpActivationBackward": "activ_bwd", "miopenCreateOpBatchNormForward": "bn_train",
-    "miopenCreateOpBatchNormBackward": "bn_bwd",
-}
-#: GetFusionMode (driver_arguments.cpp): op sequence -> CBAInfer mode.
-_FUSION_MODES = {("conv", "bias", "bn_infer", "activ"): 0, ("conv", "bn_infer", "activ"): 1,
-                 ("bn_infer", "activ"): 2, ("conv", "bn_infer"): 3, ("conv", "bias", "activ"): 4,
-                 ("conv", "activ"): 5, ("conv", "bias"): 6}
-_TENSOR_ARG_IDS = {1: "ConvX", 2: "ConvW", 3: "ConvY", 37: "ActivX", 38: "ActivY", 39: "ActivDX",
-                   40: "ActivDY"}
-
-
-def _activ_fields(a: ActivDesc) -> dict[str, Any]:
-    return {"activ_mode": a.mode, "activ_alpha": a.alpha, "activ_beta": a.beta, "activ_gamma": a.gamma}
-
-
-@dataclass
-class _Plan:
-    """A fusion plan being assembled from miopenCreateFusionPlan / miopenCreateOp* blocks."""
-
-    input: Optional[TensorDesc]
-    ops: list[str] = field(default_factory=list)
-    conv: Optional[ConvDesc] = None
-    weights: Optional[TensorDesc] = None
-    bn_mode: str = "spatial"
-    #: activation mode (miopenCreateOpActivationForward) and coefficients (miopenSetOpArgsActivForward)
-    activ: ActivDesc = ActivDesc(**{k.removeprefix("activ_"): v for k, v in FUSION_ACTIV_DEFAULTS.items()})
-
-
-@dataclass
-class _F2Problem:
-    """A Find-2.0 problem: operator descriptor, direction and tensors by argument id."""
-
-    kind: str                      # conv | activ
-    desc: object                   # ConvDesc | ActivDesc | None
-    direction: int
-    tensors: dict[str, TensorDesc] = field(default_factory=dict)
-
-
 # ----------------------------------------------------------------------------- decoder
 
-class TraceDecoder:
+class TraceDecoder(PlanHandlers):
     """Stateful decoder of one log's API-trace blocks (see the module docstring)."""
 
     def __init__(self, *, dtype_memory: int = _DTYPE_MEMORY, block_cache: int = _BLOCK_CACHE):
@@ -395,12 +105,12 @@ class TraceDecoder:
         self._pool_index_mode = 0
         self._last_activ: Optional[ActivDesc] = None
         self._last_lrn: Optional[LRNDesc] = None
-        self._plan: Optional[_Plan] = None
-        self._plans: deque[_Plan] = deque(maxlen=64)
-        self._f2_problems: "OrderedDict[str, _F2Problem]" = OrderedDict()
-        self._f2_pending: deque[_F2Problem] = deque(maxlen=64)
-        self._f2_solutions: "OrderedDict[str, _F2Problem]" = OrderedDict()
-        self._f2_last_found: Optional[_F2Problem] = None
+        self._plan: Optional[FusionPlan] = None
+        self._plans: deque[FusionPlan] = deque(maxlen=64)
+        self._f2_problems: "OrderedDict[str, Find2Problem]" = OrderedDict()
+        self._f2_pending: deque[Find2Problem] = deque(maxlen=64)
+        self._f2_solutions: "OrderedDict[str, Find2Problem]" = OrderedDict()
+        self._f2_last_found: Optional[Find2Problem] = None
         self._cache: dict[tuple, tuple[Event, ...]] = {}
         #: counters for benchmarks and tests
         self.stats = {"blocks": 0, "cache_hits": 0}
@@ -409,7 +119,7 @@ class TraceDecoder:
         self.state_version = 0
         self._handlers: dict[str, Callable[[str, BlockParams], list[Event]]] = self._build_handlers()
         self._cacheable: frozenset[str] = frozenset(
-            list(_CONV_APIS) + list(_BN_APIS) + [
+            list(CONV_APIS) + list(BN_APIS) + [
                 "miopenPoolingForward", "miopenPoolingBackward", "miopenGetPoolingForwardOutputDim",
                 "miopenGetPoolingNdForwardOutputDim", "miopenActivationForward",
                 "miopenActivationBackward", "miopenLRNForward", "miopenLRNBackward",
@@ -460,7 +170,7 @@ class TraceDecoder:
             return []
         if name in self._cacheable:
             try:
-                key = (name, tuple(map(_pair_key, params)))
+                key = (name, tuple(map(pair_key, params)))
             except (TypeError, ValueError, AttributeError):  # malformed params: decode uncached
                 return self._run(handler, name, params)
             hit = self._cache.get(key)
@@ -490,9 +200,9 @@ class TraceDecoder:
 
     def _build_handlers(self) -> dict[str, Callable[[str, BlockParams], list[Event]]]:
         h: dict[str, Callable[[str, BlockParams], list[Event]]] = {}
-        for n in _CONV_APIS:
+        for n in CONV_APIS:
             h[n] = self._conv
-        for n in _BN_APIS:
+        for n in BN_APIS:
             h[n] = self._bnorm
         for n in ("miopenSet4dTensorDescriptor", "miopenSet4dTensorDescriptorEx", "miopenSetTensorDescriptor",
                   "miopenSetTensorDescriptorV2", "miopenSetNdTensorDescriptorWithLayout"):
@@ -531,7 +241,7 @@ class TraceDecoder:
             "miopenRunSolution": self._f2_run,
             "miopenDestroyProblem": self._f2_destroy,
         })
-        for n in _FUSION_KINDS:
+        for n in FUSION_KINDS:
             h[n] = self._fusion_op
         h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
         return h
@@ -607,7 +317,7 @@ class TraceDecoder:
     # ------------------------------------------------------------------ convolution
 
     def _conv_desc(self, p: BlockParams) -> ConvDesc:
-        text = p.need("convolution descriptor", *_CONV_DESC)
+        text = p.need("convolution descriptor", *CONV_DESC)
         try:
             return parse_conv(text)
         except DescriptorError as e:
@@ -638,11 +348,11 @@ class TraceDecoder:
                 warnings.append(f"{wn}[1] x groups = {w.lens[1] * groups} differs from the input channels {c}")
         if conv.legacy_mode:
             warnings.append(f"legacy mode {conv.legacy_mode} read as a grouped convolution (g={groups})")
-        in_layout = _layout(x, nd, xn, warnings)
-        fil_layout = _layout(w, nd, wn, warnings)
-        out_layout = _layout(y, nd, yn, warnings) if y is not None else in_layout
+        in_layout = storage_layout(x, nd, xn, warnings)
+        fil_layout = storage_layout(w, nd, wn, warnings)
+        out_layout = storage_layout(y, nd, yn, warnings) if y is not None else in_layout
         for t, what in ((x, xn), (w, wn), (y, yn)):
-            _cast_warning(t, what, warnings)
+            cast_warning(t, what, warnings)
         if not dtype:
             dtype = self.infer_dtype(x, (w, y), warnings)
         problem = make_problem(lambda: ConvProblem(
@@ -656,11 +366,11 @@ class TraceDecoder:
         return problem  # type: ignore[return-value]
 
     def _conv(self, name: str, p: BlockParams) -> list[Event]:
-        direction, role = _CONV_APIS[name]
-        xs, ws, ys = _CONV_TENSORS[direction]
+        direction, role = CONV_APIS[name]
+        xs, ws, ys = CONV_TENSORS[direction]
         if role == "mention":
             # Workspace / immediate-mode queries: a sighting only when they carry enough.
-            if p.get(*xs) is None or p.get(*ws) is None or p.get(*_CONV_DESC) is None:
+            if p.get(*xs) is None or p.get(*ws) is None or p.get(*CONV_DESC) is None:
                 return []
             try:
                 x, w = need_tensor(p, xs[0], *xs), need_tensor(p, ws[0], *ws)
@@ -689,9 +399,9 @@ class TraceDecoder:
     # ------------------------------------------------------------------ batch norm
 
     def _bnorm(self, name: str, p: BlockParams) -> list[Event]:
-        direction = _BN_APIS[name]
+        direction = BN_APIS[name]
         x = need_tensor(p, "xDesc", "xDesc")
-        n, c, spatial = _spatial_of(x, "xDesc")
+        n, c, spatial = spatial_of(x, "xDesc")
         mode_int = p.int("bn_mode", "bn_mode")
         mode = {0: "per_activation", 1: "spatial"}.get(mode_int)
         if mode is None:
@@ -712,7 +422,7 @@ class TraceDecoder:
         else:
             running = False
             save = p.nonnull("savedMean") and p.nonnull("savedInvVariance")
-        layout = _layout(x, len(spatial), "xDesc", warnings)
+        layout = storage_layout(x, len(spatial), "xDesc", warnings)
         problem = make_problem(lambda: BatchNormProblem(direction, dtype, n, c, spatial, mode, layout, save,
                                                     running, param_dtype))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
@@ -768,12 +478,12 @@ class TraceDecoder:
             x = need_tensor(p, "xDesc", "xDesc", "dxDesc")
         else:
             x = need_tensor(p, "xDesc", "xDesc")
-        n, c, spatial = _spatial_of(x, "xDesc")
+        n, c, spatial = spatial_of(x, "xDesc")
         if len(desc.window) != len(spatial):
             raise BlockError(f"{len(desc.window)}-D pooling window on a {x.rank}-D tensor")
         others = [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc"), opt_tensor(p, "dxDesc")]
         dtype = self.infer_dtype(x, others, warnings)
-        layout = _layout(x, len(spatial), "xDesc", warnings)
+        layout = storage_layout(x, len(spatial), "xDesc", warnings)
         problem = make_problem(lambda: PoolProblem("bwd" if backward else "fwd", dtype, n, c, spatial,
                                                desc.window, desc.pads, desc.strides, desc.mode, layout,
                                                self._pool_index_mode))
@@ -809,9 +519,9 @@ class TraceDecoder:
         warnings: list[str] = []
         desc = self._activ_desc(p, warnings)
         x = need_tensor(p, "xDesc", "xDesc") if not backward else need_tensor(p, "xDesc", "xDesc", "dxDesc")
-        n, c, hw = _nchw_2d(x, "xDesc", warnings)
+        n, c, hw = nchw_2d(x, "xDesc", warnings)
         dtype = self.infer_dtype(x, [opt_tensor(p, "yDesc"), opt_tensor(p, "dyDesc")], warnings)
-        layout = _layout(x, 2, "xDesc", warnings) if x.rank == 4 else "NCHW"
+        layout = storage_layout(x, 2, "xDesc", warnings) if x.rank == 4 else "NCHW"
         problem = make_problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
                                                      desc.mode, desc.alpha, desc.beta, desc.gamma, layout))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
@@ -850,7 +560,7 @@ class TraceDecoder:
         x = need_tensor(p, "xDesc", "xDesc")
         if x.rank != 4:
             raise BlockError(f"LRN needs a 4-D xDesc, got {x.rank}-D")
-        _layout(x, 2, "xDesc", warnings)
+        storage_layout(x, 2, "xDesc", warnings)
         dtype = self.infer_dtype(x, [opt_tensor(p, "yDesc")], warnings)
         problem = make_problem(lambda: LRNProblem("bwd" if backward else "fwd", dtype, x.lens[0], x.lens[1],
                                               x.lens[2:], desc.mode, desc.n, desc.alpha, desc.beta, desc.k))
@@ -863,7 +573,7 @@ class TraceDecoder:
         warnings: list[str] = []
         # LogCmdSoftmax describes backward by dxDesc and forward by xDesc.
         x = need_tensor(p, "dxDesc", "dxDesc", "yDesc") if backward else need_tensor(p, "xDesc", "xDesc")
-        n, c, hw = _nchw_2d(x, "dxDesc" if backward else "xDesc", warnings)
+        n, c, hw = nchw_2d(x, "dxDesc" if backward else "xDesc", warnings)
         if name.endswith("_V2"):
             algorithm, mode = p.int("algorithm", "algorithm"), p.int("mode", "mode")
         else:  # the legacy API always runs accurate, per-channel
@@ -874,253 +584,4 @@ class TraceDecoder:
         return [Sighting(problem, "execution", SOURCE, tuple(warnings))]
 
     # ------------------------------------------------------------------ fusion
-
-    def _fusion_create(self, name: str, p: BlockParams) -> list[Event]:
-        self._plan = _Plan(opt_tensor(p, "inputDesc"))
-        self._plans.append(self._plan)
-        return []
-
-    def _fusion_op(self, name: str, p: BlockParams) -> list[Event]:
-        plan = self._plan
-        if plan is None:
-            plan = self._plan = _Plan(None)
-            self._plans.append(plan)
-        kind = _FUSION_KINDS[name]
-        plan.ops.append(kind)
-        if kind == "conv":
-            try:
-                plan.conv = self._conv_desc(p)
-            except BlockError:
-                plan.conv = None
-            plan.weights = opt_tensor(p, "wDesc")
-        elif kind.startswith("bn"):
-            m = p.opt_int("bn_mode")
-            if m in (0, 1):
-                plan.bn_mode = "spatial" if m == 1 else "per_activation"
-        elif kind == "activ":
-            m = p.opt_int("mode")
-            if m is None:  # printed as its enum name
-                name = (p.get("mode") or "").strip()
-                m = ACTIVATION_NAMES.index(name) if name in ACTIVATION_NAMES else None
-            if m is not None:
-                plan.activ = replace(plan.activ, mode=m)
-        return []
-
-    def _fusion_activ_args(self, name: str, p: BlockParams) -> list[Event]:
-        """miopenSetOpArgsActivForward: the coefficients of the plan's activation.  The
-        op handle is not tied to a plan in the log; the latest plan with an activation
-        is the one being set up (MIOpen's own tests and drivers do one plan at a time)."""
-        plan = next((pl for pl in reversed(self._plans) if "activ" in pl.ops), None)
-        if plan is None:
-            return []
-        try:
-            plan.activ = replace(plan.activ, alpha=p.float("activAlpha", "activAlpha"),
-                                 beta=p.float("activBeta", "activBeta"), gamma=p.float("activGamma", "activGamma"))
-        except BlockError:
-            pass
-        return []
-
-    def _fusion_problem(self, plan: _Plan, x: TensorDesc, warnings: list[str],
-                        y: Optional[TensorDesc] = None) -> FusionProblem:
-        mode = _FUSION_MODES.get(tuple(plan.ops))
-        if mode is None:
-            raise BlockError(f"fusion plan {'+'.join(plan.ops) or '(empty)'} is not a CBAInfer mode")
-        if x.rank != 4:
-            raise BlockError(f"fusion input has {x.rank} dimensions; CBAInfer is 2-D only")
-        n, c, hw = x.lens[0], x.lens[1], x.lens[2:]
-        dtype = self.infer_dtype(x, [y, plan.weights], warnings)
-        if mode in (0, 1, 3, 4, 5, 6):
-            if plan.conv is None or plan.weights is None:
-                raise BlockError("fusion plan's convolution descriptor or weights were not readable")
-            cp = self._conv_problem("fwd", x, plan.weights, plan.conv, y, warnings, dtype)
-            if cp.mode != "conv" or cp.ndim != 2:
-                raise BlockError("CBAInfer fusion needs a plain 2-D convolution")
-            return make_problem(lambda: FusionProblem(mode, dtype, n, c, hw, k=cp.k, filter=cp.filter,
-                                                  pads=cp.pads, strides=cp.strides, dilations=cp.dilations,
-                                                  groups=cp.groups, bn_mode=plan.bn_mode,
-                                                  **_activ_fields(plan.activ)))  # type: ignore
-        return make_problem(lambda: FusionProblem(mode, dtype, n, c, hw, bn_mode=plan.bn_mode,
-                                              **_activ_fields(plan.activ)))  # type: ignore
-
-    def _fusion_compile(self, name: str, p: BlockParams) -> list[Event]:
-        plan = self._plan
-        if plan is None or plan.input is None:
-            return []
-        warnings: list[str] = []
-        try:
-            problem = self._fusion_problem(plan, plan.input, warnings)
-        except BlockError:
-            return []  # compiling an unsupported plan is not a layer we can describe
-        return [Sighting(problem, "mention", SOURCE, tuple(warnings))]
-
-    def _fusion_execute(self, name: str, p: BlockParams) -> list[Event]:
-        x = need_tensor(p, "inputDesc", "inputDesc")
-        y = opt_tensor(p, "outputDesc")
-        warnings: list[str] = []
-        # Plans print as nothing, so pick the most recent plan built for this input;
-        # among several, prefer one whose output matches outputDesc.
-        candidates = [pl for pl in reversed(self._plans) if pl.input is not None and pl.input.lens == x.lens]
-        if not candidates:
-            if self._plan is None:
-                raise BlockError("no miopenCreateFusionPlan seen for this input")
-            candidates = [self._plan]
-            warnings.append("fusion plan input differs from inputDesc; used the last plan")
-        failure = ""
-        for plan in candidates:
-            w: list[str] = []
-            try:
-                problem = self._fusion_problem(plan, x, w, y)
-            except BlockError as e:
-                failure = failure or str(e)
-                continue
-            if y is None or problem.output_shape == y.lens or plan is candidates[-1]:
-                return [Sighting(problem, "execution", SOURCE, tuple(warnings + w))]
-        raise BlockError(failure or "no matching fusion plan")
-
-    def _cba(self, name: str, p: BlockParams) -> list[Event]:
-        """miopenConvolutionBiasActivationForward: a conv+bias+activation fusion (-F 4)."""
-        x, w = need_tensor(p, "xDesc", "xDesc"), need_tensor(p, "wDesc", "wDesc")
-        conv = self._conv_desc(p)
-        y = opt_tensor(p, "yDesc", "ydesc")
-        if x.rank != 4:
-            raise BlockError(f"xDesc has {x.rank} dimensions; CBAInfer is 2-D only")
-        warnings: list[str] = []
-        plan = _Plan(x, ["conv", "bias", "activ"], conv, w)
-        if p.get("activationDesc", "activDesc") is not None:
-            plan.activ = self._activ_desc(p, warnings)
-        problem = self._fusion_problem(plan, x, warnings, y)
-        annotations = []
-        algo = p.opt_int("algo")
-        if algo is not None:
-            annotations.append(("algorithm", str(algo)))
-        return [Sighting(problem, "execution", SOURCE, tuple(warnings), tuple(annotations))]
-
-    # ------------------------------------------------------------------ Find 2.0
-
-    def _f2_create(self, name: str, p: BlockParams) -> list[Event]:
-        """miopenCreate*Problem prints the *old* value of the output handle, so the new
-        problem's address is learnt from the next miopenSetProblemTensorDescriptor."""
-        direction = p.opt_int("direction")
-        if direction is None:
-            direction = 0
-        desc: object = None
-        text = p.get("operatorDesc")
-        kind = "conv" if name == "miopenCreateConvProblem" else "activ"
-        if text is not None:
-            try:
-                desc = parse_conv(text) if kind == "conv" else parse_activ(text)
-            except DescriptorError:
-                desc = None
-        self._f2_pending.append(_F2Problem(kind, desc, direction))
-        return []
-
-    def _f2_lookup(self, addr: Optional[str], create: bool) -> Optional[_F2Problem]:
-        if not addr:
-            return None
-        prob = self._f2_problems.get(addr)
-        if prob is None and create:
-            prob = self._f2_pending.popleft() if self._f2_pending else _F2Problem("conv", None, 0)
-            if len(self._f2_problems) >= 1024:
-                self._f2_problems.popitem(last=False)
-            self._f2_problems[addr] = prob
-        return prob
-
-    def _f2_set_tensor(self, name: str, p: BlockParams) -> list[Event]:
-        prob = self._f2_lookup(p.get("problem"), create=True)
-        tag = _TENSOR_ARG_IDS.get(p.opt_int("id") if p.get("id") else -1)
-        desc = opt_tensor(p, "descriptor")
-        if prob is not None and tag and desc is not None:
-            prob.tensors[tag] = desc
-        return []
-
-    def _f2_destroy(self, name: str, p: BlockParams) -> list[Event]:
-        addr = p.get("problem")
-        if addr:
-            self._f2_problems.pop(addr, None)
-        return []
-
-    def _f2_event(self, prob: _F2Problem, role: str, tensors: dict[str, TensorDesc],
-                  warnings: list[str]) -> Event:
-        if prob.kind == "conv":
-            direction = _PROBLEM_DIRECTIONS.get(prob.direction)
-            if direction is None:
-                raise BlockError(f"convolution problem direction {prob.direction} is not fwd/bwd/wrw")
-            if not isinstance(prob.desc, ConvDesc):
-                raise BlockError("the problem's convolution descriptor was not readable")
-            x, w, y = tensors.get("ConvX"), tensors.get("ConvW"), tensors.get("ConvY")
-            if x is None or w is None:
-                raise BlockError("the problem's ConvX/ConvW tensors are unknown")
-            problem = self._conv_problem(direction, x, w, prob.desc, y, warnings)
-            return Sighting(problem, role, SOURCE, tuple(warnings))
-        if not isinstance(prob.desc, ActivDesc):
-            raise BlockError("the problem's activation descriptor was not readable")
-        backward = prob.direction == 1
-        x = tensors.get("ActivDX" if backward else "ActivX") or tensors.get("ActivX")
-        if x is None:
-            raise BlockError("the problem's activation tensors are unknown")
-        n, c, hw = _nchw_2d(x, "ActivX", warnings)
-        dtype = self.infer_dtype(x, tensors.values(), warnings)
-        d = prob.desc
-        problem = make_problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
-                                                     d.mode, d.alpha, d.beta, d.gamma))
-        return Sighting(problem, role, SOURCE, tuple(warnings))
-
-    def _f2_find(self, name: str, p: BlockParams) -> list[Event]:
-        addr = p.get("problem")
-        prob = self._f2_lookup(addr, create=False)
-        if prob is None:
-            raise BlockError(f"problem {addr} was not set up in the trace (miopenCreate*Problem / "
-                        f"miopenSetProblemTensorDescriptor)")
-        self._f2_last_found = prob
-        return [self._f2_event(prob, "find", dict(prob.tensors), [])]
-
-    def _f2_solution_seen(self, name: str, p: BlockParams) -> list[Event]:
-        """Solutions are printed by address only: one queried right after a Find belongs to it."""
-        addr = p.get("solution")
-        if addr and self._f2_last_found is not None and addr not in self._f2_solutions:
-            if len(self._f2_solutions) >= 4096:
-                self._f2_solutions.popitem(last=False)
-            self._f2_solutions[addr] = self._f2_last_found
-        return []
-
-    def _f2_run(self, name: str, p: BlockParams) -> list[Event]:
-        addr = p.get("solution")
-        args: tuple[TensorArg, ...] = ()
-        text = p.get("tensors_vector")
-        if text is not None:
-            try:
-                args = parse_tensor_args(text)
-            except DescriptorError:
-                args = ()
-        given = {a.tag: a.desc for a in args if a.desc is not None}
-        warnings: list[str] = []
-        prob = self._f2_solutions.get(addr) if addr else None
-        if prob is not None and any(tag in prob.tensors and prob.tensors[tag].lens != d.lens
-                                    for tag, d in given.items()):
-            prob = None  # the address guess contradicts the tensors passed: match by tensors instead
-        if prob is None:
-            prob = self._f2_match(given, warnings)
-        if prob is None:
-            raise BlockError(f"solution {addr} cannot be tied to a problem in the trace")
-        tensors = dict(prob.tensors)
-        tensors.update(given)
-        return [self._f2_event(prob, "execution", tensors, warnings)]
-
-    def _f2_match(self, given: dict[str, TensorDesc], warnings: list[str]) -> Optional[_F2Problem]:
-        """An unlinked solution: the known problem whose tensors equal the ones passed
-        (the last one found first).  Tensors alone cannot tell fwd from bwd/wrw."""
-        if not given:
-            return None
-        known = list(reversed(self._f2_problems.values()))
-        if self._f2_last_found is not None:
-            known.insert(0, self._f2_last_found)
-        matches = [pr for pr in known if pr.tensors and all(
-            pr.tensors.get(tag) is None or pr.tensors[tag].lens == d.lens for tag, d in given.items())
-            and any(tag in pr.tensors for tag in given)]
-        if not matches:
-            return None
-        if len({(m.kind, m.direction) for m in matches}) > 1:
-            warnings.append("solution not linked to a Find; direction taken from the last matching problem")
-        return matches[0]
-
 
