@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
-from miotui.logs.scan import (
+from miotui.logs.lines import (
     BARE_PARAM,
     CLOSE,
     COMMAND,
@@ -23,10 +23,10 @@ from miotui.logs.scan import (
     OLD_COMMAND,
     PARAM,
     TEXT,
-    LogScanner,
     classify,
     split_prefix,
 )
+from miotui.logs.scan import LogScanner
 from miotui.logs.sources import decode_paths
 
 DATA = Path(__file__).parent / "data"

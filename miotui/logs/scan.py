@@ -13,20 +13,35 @@ same lines every iteration, so the classification of a line is cached by its tex
 
 from __future__ import annotations
 
-import dataclasses
-import re
 import time
 from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
-from miotui.driver.output import parse_output_line
+from miotui.logs.calls import FIND_FUNCS, CallRouting
 from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
+from miotui.logs.lines import (
+    BARE_CLOSE,
+    BARE_HEADER,
+    BARE_PARAM,
+    CLOSE,
+    COMMAND,
+    CUT_COMMAND,
+    CUT_DB,
+    DB,
+    HEADER,
+    LEVEL,
+    MAX_LINE,
+    NOISE,
+    OLD_COMMAND,
+    PARAM,
+    SQL,
+    TEXT,
+    classify,
+    cut_at_the_end,
+)
 from miotui.problems import Problem
 
-#: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
-#: line must not cost 1 MB per cache entry).
-MAX_LINE = 16_384
 #: Distinct lines whose classification is cached; the cache is cleared when it holds more
 #: than LINE_CACHE_SIZE lines or LINE_CACHE_CHARS characters, so it stays under ~50 MB
 #: whatever the log (a log of distinct lines just re-classifies them).
@@ -39,150 +54,6 @@ MAX_BLOCK_LINES = 400
 MAX_FAST_BLOCK = 32_768
 BLOCK_CACHE_SIZE = 20_000
 BLOCK_CACHE_CHARS = 24_000_000
-
-_PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
-_LEAD_TID_RE = re.compile(r"(?:^|[\s|:])(\d+) $")
-_LEVEL_RE = re.compile(r"^(?:\S+ )?(Fatal|Error|Warning|Info2|Info|Trace) \[([^\]]*)\] ?(.*)$", re.S)
-_COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.*)$")
-_OLD_COMMAND_RE = re.compile(r"^\s*(miopen\w+): (\S*MIOpenDriver)\s+(.*)$")
-_BARE_HEADER_RE = re.compile(r"^\s*[\w:<>]+(?: [\w:<>*&]+)*[ *&](~?[\w:]+)\(.*\)\s*(?:const)?\s*\{\s*$")
-_BARE_PARAM_RE = re.compile(r"^\s*([\w.*\[\]>\-]+|\"[^\"]*\") = ?(.*)$")
-_FOREIGN_LEAD_RE = re.compile(r"^(?:[\w.-]+\s+\|\s?|\*\*|>\s)")
-_DB_RECORD_RE = re.compile(r"^\d+-\d[^=\s]*=")
-#: the start of a Find-Db / Perf-Db key (``384-152-104-3x3-...``) on a line with no ``=``: a cut record
-_DB_KEY_START_RE = re.compile(r"^\d+-\d+-\d+-\d+x\d+(?:x\d+)?-\d+\S*$")
-
-#: an API header's start with no "{": the line was cut (at the end of the input)
-_CUT_HEADER_RE = re.compile(r"^\s*(?:miopenStatus_t|void) [^{]*$")
-#: how MIOpenDriver's result lines start (a last line that is a piece of one was cut)
-_RESULT_PHRASES = ("GPU Kernel Time", "GPU Kernel Min Time", "GPU Kernel Avg Time", "Wall-clock Time",
-                   "Forward Convolution", "Backward Convolution", "Forward batch norm", "Forward train batch norm",
-                   "Forward Inference batch norm", "Backwards prop batch norm", "Forward Pooling",
-                   "Backward Pooling", "MIOpen Forward Conv", "MIOpen Backward", "stats: ")
-
-# Line kinds (first element of a classification tuple).
-NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
-    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB, SQL = range(16)
-
-
-def split_prefix(line: str) -> Optional[tuple[str, str]]:
-    """(thread key, body) of a MIOpen-prefixed line, or None for any other line."""
-    m = _PREFIX_RE.search(line)
-    if m is None:
-        return None
-    lead = line[:m.start()]
-    tid = ""
-    if lead:
-        t = _LEAD_TID_RE.search(lead)
-        if t:
-            tid = t.group(1)
-    return tid, line[m.end():]
-
-
-def classify(line: str) -> tuple:
-    """What one line is, independent of context (so the answer can be cached by text)."""
-    split = split_prefix(line) if "MIOpen" in line else None
-    if split is not None:
-        tid, body = split
-        if body.startswith("\t"):
-            name, sep, value = body[1:].partition(" = ")
-            if not sep:
-                stripped = body[1:].rstrip()
-                if stripped.endswith(" ="):
-                    name, value = stripped[:-2], ""
-                else:
-                    return (OTHER, tid)
-            name = name.strip()
-            return (PARAM, tid, name, value, (name, value))
-        stripped = body.rstrip()
-        if stripped == "}":
-            return (CLOSE, tid)
-        if stripped.endswith("{"):
-            # and the text of the block's own "}" line, to look for (see LogScanner._whole_block);
-            # None when the prefix carries MIOpen's elapsed time or date: every "}" line differs
-            prefix = line[:len(line) - len(body)]
-            timed = any(ch.isdigit() for ch in prefix[prefix.find("MIOpen"):])
-            return (HEADER, tid, stripped, None if timed else "\n" + prefix + "}")
-        if body.startswith("Command ["):
-            m = _COMMAND_RE.match(body.rstrip())
-            if m:
-                return (COMMAND, tid, m.group(1), m.group(3))
-            return (CUT_COMMAND, tid)
-        m = _LEVEL_RE.match(body)
-        if m:
-            return (LEVEL, tid, m.group(1), m.group(2), m.group(3))
-        return (OTHER, tid)
-    stripped = line.strip()
-    if not stripped:
-        return (NOISE,)
-    lead = _FOREIGN_LEAD_RE.match(stripped)
-    if lead:  # docker-compose "name | ", markdown "**": MIOpen's own text follows
-        stripped = stripped[lead.end():].strip()
-        line = stripped
-        if not stripped:
-            return (NOISE,)
-    if stripped == "}":
-        return (BARE_CLOSE,)
-    if "MIOpenDriver" in line:
-        m = _OLD_COMMAND_RE.match(line)
-        if m:
-            return (OLD_COMMAND, m.group(1), m.group(3))
-    if stripped.endswith("{") and "miopen" in stripped:
-        m = _BARE_HEADER_RE.match(stripped)
-        if m:
-            return (BARE_HEADER, stripped)
-    if " = " in stripped or stripped.endswith(" ="):
-        m = _BARE_PARAM_RE.match(stripped)
-        if m:
-            return (BARE_PARAM, m.group(1), m.group(2))
-    if stripped[0] in "IC" and stripped.startswith(("INSERT INTO", "CREATE TABLE")) and "config" in stripped[:24]:
-        return (SQL, stripped)
-    if stripped[0].isdigit():
-        if "=" in stripped:
-            if _DB_RECORD_RE.match(stripped):
-                return (DB, stripped)
-        elif _DB_KEY_START_RE.match(stripped):
-            return (CUT_DB,)
-    return (TEXT, stripped)
-
-
-#: Fields a Command line may not carry although the API block of the same call does.
-_LOSSY_FIELDS = frozenset({"dtype", "param_dtype", "trans_output_pads", "pad_mode", "in_layout",
-                           "fil_layout", "out_layout", "layout", "activ_mode", "activ_alpha", "activ_beta",
-                           "activ_gamma"})
-
-
-_SIGNATURES: dict[Problem, tuple] = {}
-
-
-def call_signature(problem: Problem) -> tuple:
-    """What every form of one call agrees on (see ``LogScanner._sighting``); memoised,
-    as a log asks it of the same few problems again and again."""
-    hit = _SIGNATURES.get(problem)
-    if hit is not None:
-        return hit
-    items = [(f.name, getattr(problem, f.name)) for f in dataclasses.fields(problem)
-             if f.name not in _LOSSY_FIELDS]
-    if getattr(problem, "mode", None) == "trans":  # MIOpen < ROCm 6.1 logged C as -k
-        items = [(k, v) for k, v in items if k != "k"]
-    signature = (problem.op,) + tuple(items)
-    if len(_SIGNATURES) >= 4096:
-        _SIGNATURES.clear()
-    _SIGNATURES[problem] = signature
-    return signature
-
-
-#: MIOpen's legacy Find functions, as named in its ``Info [...] requestAlgoCount`` line
-_FIND_FUNCS = {"FindConvFwdAlgorithm": "fwd", "FindConvBwdDataAlgorithm": "bwd",
-               "FindConvBwdWeightsAlgorithm": "wrw"}
-
-
-def _with_dtype(block: Problem, other: Problem) -> Problem:
-    changes = {"dtype": other.dtype}
-    if hasattr(block, "param_dtype"):
-        changes["param_dtype"] = getattr(other, "param_dtype", other.dtype)
-    return dataclasses.replace(block, **changes)
-
 
 class _BlockEntry:
     """A validated whole-block text (see ``LogScanner._whole_block``): its thread, header,
@@ -210,7 +81,7 @@ class _Block:
         self.tid = tid
 
 
-class LogScanner:
+class LogScanner(CallRouting):
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
     #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
@@ -291,7 +162,7 @@ class LogScanner:
             self._carry = b""
             if self.driver.held is not None:
                 self._flush_driver(NOISE, (), self.line_no)
-            why = self._cut_at_the_end(self._last_line)
+            why = cut_at_the_end(self._last_line, self.driver.run_open)
             if why:
                 self._undecoded(self.line_no, why, self._last_line)
             for block in list(self._blocks.values()):
@@ -304,21 +175,6 @@ class LogScanner:
             for tid in list(self._find_open):
                 self._close_find(tid)
             self.catalog.finished = time.monotonic()
-
-    def _cut_at_the_end(self, line: str) -> str:
-        """Why the input's last line is MIOpen text cut short by the end of the input (an API
-        header before its ``{``, a driver result line of a run in progress), or ""."""
-        c = classify(line)
-        split = split_prefix(line) if c[0] == OTHER else None
-        body = split[1] if split else (c[1] if c[0] == TEXT else "")
-        if body and _CUT_HEADER_RE.match(body):
-            return "the input ends inside an API block's header line"
-        if c[0] == TEXT and self.driver.run_open:
-            text = c[1]
-            if any(phrase.startswith(text) or (text.startswith(phrase) and parse_output_line(text) is None)
-                   for phrase in _RESULT_PHRASES) and parse_output_line(text) is None:
-                return "the input ends inside a MIOpenDriver result line"
-        return ""
 
     @staticmethod
     def _cap(carry: bytes) -> bytes:
@@ -555,7 +411,7 @@ class LogScanner:
             self._command(c[1], c[2], c[3], n, line)
             return
         if kind == LEVEL:
-            direction = _FIND_FUNCS.get(c[3])
+            direction = FIND_FUNCS.get(c[3])
             if direction is not None and c[4].startswith("requestAlgoCount"):
                 self._open_find(c[1], direction, n, line)
             events = self.levels.decode(c[2], c[3], c[4])
@@ -730,135 +586,6 @@ class LogScanner:
                     self._add(tid, Sighting(problem, ev.role, "info"), n, raw or (lambda: [(n, line)]))
             else:
                 self._undecoded(n, ev.reason, line)
-
-    def _sighting(self, tid: str, ev: Sighting, n: int, raw: Callable[[], list[tuple[int, str]]]) -> None:
-        """Route one sighting: a new call, or another form of the thread's current call.
-
-        One call can show up as its API block, then MIOpen's Command line for it, then an
-        Info line naming its problem (and, for a driver run, the driver's echo first).
-        Each form may appear once per call: a second Command line for the same problem is
-        the next call; a new API block always starts a new call.  MIOpen's Command line
-        loses some of what the API block knows (transposed output padding, padding mode,
-        layouts before ROCm 4.3, mixed batch-norm types, old transposed -k) and the block
-        may not know the data type: those forms are matched by ``call_signature``.
-        """
-        held = self._held.pop(tid, None) if self._held else None
-        if held is not None:
-            h_ev, h_n, h_raw, h_notes = held
-            if ev.source != "api-trace" and call_signature(h_ev.problem) == call_signature(ev.problem):
-                # The block's data type was guessed; this form of the same call (its Command
-                # line, an Info line, a Find-Db key lookup) knows it.
-                problem = _with_dtype(h_ev.problem, ev.problem)
-                warnings = tuple(w for w in h_ev.warnings if w not in self._guess_warnings) + ev.warnings
-                self.catalog.add_sighting(problem, h_ev.role, "api-trace", h_n, self.file, warnings,
-                                          h_ev.annotations, h_raw)
-                mention = ev.role == "mention"
-                row = self.catalog.add_sighting(problem, ev.role, ev.source, n, self.file, (),
-                                                tuple(h_notes) + ev.annotations, None, count=mention)
-                self._pending[tid] = [(problem, h_ev.role, {"api-trace"} if mention else {"api-trace", ev.source})]
-                self._driver_run.pop(tid, None)
-                self._last_row[tid] = row
-                return
-            self._add(tid, h_ev, h_n, h_raw, h_notes)
-        if ev.source == "api-trace" and ev.role != "mention" and self._waits_for_dtype(ev):
-            self._held[tid] = (ev, n, raw, [])
-            return
-        self._add(tid, ev, n, raw)
-
-    def _waits_for_dtype(self, ev: Sighting) -> bool:
-        """An API sighting whose data type was guessed: held for the call's Command line."""
-        return bool(ev.warnings) and any(w in self._guess_warnings for w in ev.warnings)
-
-    def _find_form(self, tid: str, ev: Sighting, n: int) -> Optional[Sighting]:
-        """Inside a legacy Find (after MIOpen's ``Info [FindConv...Algorithm] requestAlgoCount =
-        ...``), the first line that names a convolution of the Find's direction (a Find-Db key
-        lookup, an invoker line) says which layer the Find searched for: the Find is counted
-        on it.  The line itself is still what it is (a lookup is a mention).  Any other call on
-        the thread ends the Find."""
-        entry = self._find_open[tid]
-        if ev.role != "mention" or ev.source != "info":
-            if ev.role == "execution":
-                self._close_find(tid)
-            return ev
-        problem = ev.problem
-        if entry[1] is None and getattr(problem, "op", "") == "conv" and problem.direction == entry[0]:
-            entry[1] = problem
-            self.catalog.add_sighting(problem, "find", "info", n, self.file, ev.warnings, (), None)
-            self._pending[tid] = [(problem, "find", {"info"})]
-        return ev
-
-    def _open_find(self, tid: str, direction: str, n: int, line: str) -> None:
-        """MIOpen's ``Info [FindConv...Algorithm] requestAlgoCount = ...``: one Find.
-
-        It is the log line of a Find the thread's API block or Command line already
-        showed; or, inside a MIOpenDriver run, a Find of the run's layer; or a Find whose
-        problem the next lines name (a Find-Db key lookup); if none does before the
-        thread's next call, a Find of an unknown problem (counted in the stats)."""
-        self._close_find(tid)
-        for problem, role, sources in self._pending.get(tid, ()):
-            if role == "find" and "info" not in sources and getattr(problem, "direction", None) == direction:
-                self._find_open[tid] = [direction, problem]
-                return
-        problem = self.driver.current_problem(direction)
-        if problem is not None:
-            self._add(tid, Sighting(problem, "find", "info"), n, lambda: [(n, line)])
-            self._find_open[tid] = [direction, problem]
-            return
-        self._find_open[tid] = [direction, None]
-
-    def _close_find(self, tid: str) -> None:
-        entry = self._find_open.pop(tid, None)
-        if entry is not None and entry[1] is None:
-            self.catalog.unknown_finds += 1
-
-    def _flush_held(self, tid: str) -> None:
-        held = self._held.pop(tid, None)
-        if held is not None:
-            self._add(tid, *held)
-
-    def _add(self, tid: str, ev: Sighting, n: int, raw: Optional[Callable[[], list[tuple[int, str]]]],
-             notes: Sequence[tuple[str, str]] = ()) -> None:
-        target, count = self._new_call(tid, ev)
-        if ev.only_if_new and count and self.catalog.has_row(target):
-            count = False
-        annotations = tuple(ev.annotations) + tuple(notes) if notes else ev.annotations
-        row = self.catalog.add_sighting(target, ev.role, ev.source, n, self.file, ev.warnings,
-                                        annotations, raw, count=count)
-        self._last_row[tid] = row
-
-    def _new_call(self, tid: str, ev: Sighting) -> tuple[Problem, bool]:
-        """(the layer to record it on, whether it is a new call)."""
-        if ev.source in ("find-db", "perf-db") or ev.role == "mention":
-            return ev.problem, True
-        current = self._pending.get(tid)
-        if current:
-            seen = None
-            target = ev.problem
-            for problem, role, sources in current:
-                if role == ev.role and (problem is ev.problem or problem == ev.problem):
-                    seen = sources
-                    break
-            if seen is None and ev.source != "api-trace":
-                # MIOpen 2.1-5.3 log the backward-weights *Find* as [LogCmdConvolution], and
-                # Command lines drop fields the API block has: match the call, not the text.
-                for problem, _role, sources in current:
-                    if "api-trace" in sources and ev.source not in sources and \
-                            (problem == ev.problem or call_signature(problem) == call_signature(ev.problem)):
-                        seen, target = sources, problem
-                        break
-            if seen is not None and ev.source not in seen:
-                seen.add(ev.source)
-                return target, False
-            if seen is None and self._driver_run.get(tid) == ev.problem:
-                # A MIOpenDriver run's own library calls (its Find, then its first run).
-                current.append((ev.problem, ev.role, {ev.source}))
-                return ev.problem, True
-        self._pending[tid] = [(ev.problem, ev.role, {ev.source})]
-        if ev.source == "driver-command":
-            self._driver_run[tid] = ev.problem
-        elif self._driver_run:
-            self._driver_run.pop(tid, None)
-        return ev.problem, True
 
     def _undecoded(self, n: int, reason: str, text: str) -> None:
         self.catalog.add_undecoded(n, reason, text, self.file)
