@@ -544,10 +544,10 @@ def test_cut_and_bad_commands_never_crash():
     assert s.problem.in_spatial == (32, 32) and any("cut" in w for w in s.warnings)
     (u,) = feed(t, "$ ./MIOpenDriver conv -n 2 -c banana")
     assert isinstance(u, Undecoded)
-    (u,) = feed(t, "$ ./MIOpenDriver rnn -n 4 -W 8 -H 8")
-    assert isinstance(u, Undecoded) and "rnn" in u.reason
-    # output of a run miotui does not model is not credited to the previous run, and is not
-    # "output without its command" either
+    (u,) = feed(t, "$ ./MIOpenDriver rnn -n 4 -W 8 -H 8 -m banana")
+    assert isinstance(u, Undecoded) and "-m" in u.reason
+    # output of a run whose command cannot be read is not credited to the previous run, and is
+    # not "output without its command" either
     assert feed(t, "GPU Kernel Time Forward Conv. Elapsed: 1 ms") == []
     assert feed(t, "$ ./MIOpenDriver --version") == []
     assert feed(t, "MIOpen (version: 2.9.0)") == []

@@ -171,19 +171,45 @@ def _int(text: Optional[str]) -> Optional[int]:
     return None
 
 
+#: words naming the newer drivers' ops in their result lines -> op; longest first, so
+#: ``AddLayerNorm`` is not read as ``LayerNorm``
+_OP_WORDS = (("addlayernorm", "addlayernorm"), ("t5layernorm", "t5layernorm"), ("layernorm", "layernorm"),
+             ("groupnorm", "groupnorm"), ("multimarginloss", "multimarginloss"),
+             ("softmarginloss", "softmarginloss"), ("reduce calculation", "reducecalculation"),
+             ("reduceextreme", "reduceextreme"), ("reducetensor", "reduce"), ("reduction", "reduce"),
+             ("kthvalue", "kthvalue"), ("getitem", "getitem"), ("prelu", "prelu"), ("rope", "rope"),
+             ("glu", "glu"), ("cat", "cat"), ("adam", "adam"), ("gemm", "gemm"), ("rnn", "rnn"),
+             ("dropout", "dropout"), ("tensor op", "tensorop"), ("ctc", "ctc"))
+#: ops whose drivers run one way only: a result line without a direction word is forward
+_ONE_WAY = frozenset({"gemm", "reduce", "tensorop", "ctc", "dropout", "kthvalue", "cat", "adam", "reduceextreme",
+                      "reducecalculation", "groupnorm", "addlayernorm", "multimarginloss"})
+
+
+def _new_op(w: str) -> Optional[str]:
+    low = w.lower()
+    for word, op in _OP_WORDS:
+        if word in low:
+            return op
+    return None
+
+
 def _phrase(what: str) -> tuple[Optional[str], Optional[str]]:
-    """('Forward Conv.' | 'Backward Data Conv.' | 'Backwards Batch Normalization' | ...) -> (direction, op)."""
+    """('Forward Conv.' | 'Backward Data Conv.' | 'Backwards Batch Normalization' | 'Backward RNN
+    Weights' | 'Kthvalue Fwd' | 'Gemm' ...) -> (direction, op)."""
     w = what.replace("GPU ", "").strip()
     if w.startswith("Forward"):
         direction: Optional[str] = "fwd_bias" if "Bias" in w else "fwd"
     elif w.startswith(("Backward Data", "Backward Convolution Data")):
         direction = "bwd"
-    elif w.startswith(("Backward Weights", "Backward Convolution Weights")):
+    elif w.startswith(("Backward Weights", "Backward Convolution Weights")) or \
+            (w.startswith("Backward RNN") and "Weights" in w):
         direction = "wrw"
     elif w.startswith(("Backward Bias", "Backward Convolution Bias")):
         direction = "bwd_bias"
     elif w.startswith("Backward"):
         direction = "bwd"
+    elif w.endswith(" Fwd"):
+        direction = "fwd"
     else:
         direction = None
     if "Conv" in w:
@@ -199,7 +225,9 @@ def _phrase(what: str) -> tuple[Optional[str], Optional[str]]:
     elif "Softmax" in w:
         op = "softmax"
     else:
-        op = None
+        op = _new_op(w)
+    if direction is None and op in _ONE_WAY:
+        direction = "fwd"
     return direction, op
 
 
@@ -211,14 +239,23 @@ _ALGO_RE = re.compile(r"^MIOpen (Forward|Backward Data|Backward Weights) Conv\. 
 _TIME_RE = re.compile(r"^(GPU (?:Fused )?Kernel|Wall-clock)(?: (Min|Avg))? Time (?:(.+?) )?Elapsed: "
                       rf"({_NUM}) ms(.*)$")
 _ITER_RE = re.compile(r"for (\d+) iterations")
-_VERIFY_OK_RE = re.compile(r"^((?:Forward|Backward|Backwards)\b.*?) Verifies (?:OK )?on "
-                           r"(?:(GPU|CPU) reference|CPU and GPU)\.?(?: ?\(([^)]*)\))?\s*$")
+_VERIFY_OK_RE = re.compile(r"^((?:(?:Forward|Backward|Backwards|CTC)\b|ReduceTensor\(\)).*?) Verifies (?:\w+ )?(?:OK )?"
+                           r"(?:on|against) (?:[\w-]+ )?(?:(GPU|CPU) reference|CPU and GPU|(CPU))\.?"
+                           r"(?: ?\(([^)]*)\))?\s*$")
 _BN_CHECK_RE = re.compile(r"^(Forward train batch norm|Forward batch norm|Backwards prop batch norm) "
                           r"verification (passed|FAILED|failed) on ([\w ]+?)"
                           rf"(?:\.|: ({_NUM})| \(({_NUM})\))?\s*$")
-_VERIFY_FAIL_RE = re.compile(r"^((?:Forward|Backward|Backwards)\b.*?) (?:[Vv]erification )?(?:FAILED|Failed)"
-                             r"(.*)$")
-_FAIL_TAIL_RE = re.compile(rf"^(?::\s*({_NUM})(?:\s*>\s*({_NUM}))?|\s*\(({_NUM}),\s*[^)]*\)|\s*!*)\s*$")
+_VERIFY_FAIL_RE = re.compile(r"^((?:(?:Forward|Backward|Backwards|CTC)\b|ReduceTensor\(\)).*?) (?:[Vv]erification )?"
+                             r"(?:FAILED|Failed)(.*)$")
+_FAIL_TAIL_RE = re.compile(rf"^(?: against [\w-]+ CPU reference)?(?::\s*({_NUM})(?:\s*>\s*({_NUM}))?|"
+                           rf"\s*\(({_NUM}),\s*[^)]*\)|\s*!*| with error = ({_NUM}).*)\s*$")
+#: how every timing line begins (one that starts so and does not parse was cut short)
+_TIME_STARTS = ("GPU Kernel Time", "GPU Kernel Min", "GPU Kernel Avg", "GPU Fused Kernel", "Wall-clock Time")
+#: the RNN driver's per-direction timing block (2024+): a header, then direction-less lines
+_TIME_HEADER_RE = re.compile(r"^(Forward|Backward Data|Backward Weights) RNN time results:\s*$")
+_LAUNCH_RE = re.compile(r"^launch#\s*\d+\s*,\s*host_time=")
+#: the RNN driver's checks of hidden/cell states, after its main verdict
+_RNN_STATE_CHECK_RE = re.compile(r"^(?:final hidden|final cell|initial hidden|inital cell|difference at inital)")
 _DIFF_RE = re.compile(rf"^Difference(?: in [\w -]+)?\s*:?\s*({_NUM})? ?too large")
 _SQR_RE = re.compile(rf"^Sqr error\s*:\s*({_NUM})")
 _RUN_ERR_RE = re.compile(r"^(RunForwardGPU|RunBackwardGPU|RunForwardCPU|RunBackwardCPU|ParseCmdLineArgs|"
@@ -242,7 +279,7 @@ _WARNING_STARTS = ("Int8 Backward Convolution is not supported", "Warm-up: Error
                    "Warm-up: RunWarmupFindForwardGPU")
 _INFO_STARTS = ("Warm-up:", "max difference in", "Number of elements", "Number of bad elements",
                 "GEMM verification done", "Running CPU ", "stats: <not implemented>")
-_FIRST_CHARS = frozenset("MGWsFBPTISDmRALEt-wCrgUN")
+_FIRST_CHARS = frozenset("MGWsFBPTISDmRALEt-wCrgUNlfid")
 
 
 def _verify_inner(inner: Optional[str]) -> tuple[Optional[float], Optional[float]]:
@@ -305,6 +342,31 @@ def parse_stats(body: str) -> Optional[DriverStats]:
     return DriverStats(name, vals, time_ms=last, complete=True)
 
 
+def _verdict_line(text: str) -> Optional[OutputLine]:
+    """A verification verdict.  Verdict lines always name the operation ("Forward Convolution",
+    "Backward Pooling", "CTC loss", "ReduceTensor()"...); requiring it keeps a framework's
+    "Backward pass Failed" from passing for one."""
+    m = _VERIFY_OK_RE.match(text)
+    if m:
+        what, ref, bare_cpu, inner = m.groups()
+        ref = ref or bare_cpu
+        d, op = _phrase(what)
+        if d is not None and op is not None:
+            err, tol = _verify_inner(inner)
+            return OutputLine("verify", d, op, (("verdict", "ok"), ("error", err), ("tolerance", tol),
+                                                ("reference", ref or "CPU")))
+    m = _VERIFY_FAIL_RE.match(text)
+    if m:
+        what, tail = m.groups()
+        d, op = _phrase(what)
+        t = _FAIL_TAIL_RE.match(tail)
+        if d is not None and op is not None and t is not None:
+            err = _float(t.group(1) or t.group(3) or t.group(4))
+            tol = _float(t.group(2))
+            return OutputLine("verify", d, op, (("verdict", "failed"), ("error", err), ("tolerance", tol)))
+    return None
+
+
 def parse_output_line(line: str) -> Optional[OutputLine]:
     """Classify one line of MIOpenDriver output; None if it is not driver output."""
     text = line.strip()
@@ -336,7 +398,12 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
         m = _TIME_RE.match(text)
         if m:
             src, minavg, what, ms, rest = m.groups()
-            d, op = _phrase(what) if what else ("fwd", "fusion")
+            if what:
+                d, op = _phrase(what)
+            elif "Fused" in text or _ITER_RE.search(rest):
+                d, op = "fwd", "fusion"   # CBAInfer: "GPU Fused Kernel ...", "Wall-clock ..., for N iterations."
+            else:
+                d, op = None, None        # the RNN timer (2024+): the direction is in the header before it
             iters = _ITER_RE.search(rest)
             if src == "Wall-clock":
                 return OutputLine("wall_time", d, op, (("ms", _float(ms)),
@@ -349,6 +416,9 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
                 kind = "single"
             return OutputLine("kernel_time", d, op, (("ms", _float(ms)), ("kind", kind),
                                                      ("iterations", int(iters.group(1)) if iters else None)))
+        if text.startswith(_TIME_STARTS):
+            # a timing line that does not parse: cut short (a paste's last line, a killed run)
+            return OutputLine("cut_result", values=(("text", text),))
     if c == "s" and text.startswith("stats:"):
         body = text[6:].strip()
         if body.startswith("name"):
@@ -372,6 +442,9 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
             d, op = ("fwd" if stats.name == "bnormf" else "bwd"), "bnorm"
         return OutputLine("stats", d, op, (("stats", stats),))
     if c in "FB":
+        m = _TIME_HEADER_RE.match(text)
+        if m:
+            return OutputLine("time_header", _phrase(m.group(1) + " RNN")[0], "rnn")
         m = _BN_CHECK_RE.match(text)
         if m:
             what, res, on, e1, e2 = m.groups()
@@ -379,25 +452,9 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
             verdict = "ok" if res == "passed" else "failed"
             return OutputLine("verify", d, "bnorm", (("verdict", verdict), ("error", _float(e1 or e2)),
                                                      ("check", on.strip())))
-        # Verdict lines always name the operation ("Forward Convolution", "Backward Pooling"...);
-        # requiring it keeps a framework's "Backward pass Failed" from passing for one.
-        m = _VERIFY_OK_RE.match(text)
-        if m:
-            what, ref, inner = m.groups()
-            d, op = _phrase(what)
-            if d is not None and op is not None:
-                err, tol = _verify_inner(inner)
-                return OutputLine("verify", d, op, (("verdict", "ok"), ("error", err), ("tolerance", tol),
-                                                    ("reference", ref or "CPU")))
-        m = _VERIFY_FAIL_RE.match(text)
-        if m:
-            what, tail = m.groups()
-            d, op = _phrase(what)
-            t = _FAIL_TAIL_RE.match(tail)
-            if d is not None and op is not None and t is not None:
-                err = _float(t.group(1) or t.group(3))
-                tol = _float(t.group(2))
-                return OutputLine("verify", d, op, (("verdict", "failed"), ("error", err), ("tolerance", tol)))
+        verdict = _verdict_line(text)
+        if verdict is not None:
+            return verdict
         m = _SOLCOUNT_RE.match(text)
         if m:
             d, _ = _phrase(m.group(1) + " Conv.")
@@ -429,6 +486,14 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
         m = _FUSION_RE.match(text)
         if m:
             return OutputLine("fusion", "fwd", "fusion", (("plan", m.group(1)),))
+    if c in "CR":
+        verdict = _verdict_line(text)
+        if verdict is not None:
+            return verdict
+    if c == "l" and _LAUNCH_RE.match(text):
+        return OutputLine("info")
+    if c in "fid" and _RNN_STATE_CHECK_RE.match(text):
+        return OutputLine("info")
     m = _RUN_ERR_RE.match(text)
     if m:
         return OutputLine("run_error", values=(("which", m.group(1)), ("rc", m.group(2)), ("message", text)))
@@ -486,6 +551,8 @@ class _OutputBuilder:
         self.solutions: list[ImmediateSolution] = []
         self.fusion: Optional[str] = None
         self.sol_direction: Optional[str] = None
+        #: the direction of the RNN timing block in progress ("Forward RNN time results:")
+        self.header_dir: Optional[str] = None
 
     def _op(self, op: Optional[str]) -> str:
         return op or self.op_hint or "conv"
@@ -508,7 +575,12 @@ class _OutputBuilder:
 
     def apply(self, ol: OutputLine) -> None:
         k = ol.kind
-        if k == "echo":
+        if k in ("kernel_time", "wall_time") and ol.direction is None and self.header_dir is not None:
+            ol = OutputLine(k, self.header_dir, "rnn", ol.values)
+        if k == "time_header":
+            self.header_dir = ol.direction
+        elif k == "echo":
+            self.header_dir = None
             if self.order:
                 self.new_run()
             args = ol.get("args")
@@ -650,13 +722,17 @@ def _merge_verdict(b: _ResultBuilder, verdict: Optional[str], error: Optional[fl
 
 _OP_BASES = (("conv", "conv"), ("CBAInfer", "fusion"), ("CAInfer", "fusion"), ("pool", "pool"),
              ("bnorm", "bnorm"), ("activ", "activ"), ("lrn", "lrn"), ("softmax", "softmax"))
+#: driver families whose op (``Problem.op``) has another name
+_OP_OF_FAMILY = {"rnn_seq": "rnn", "ampadam": "adam", "transformersampadamw": "transformersadamw"}
 
 
 def _op_of_base(base: str) -> Optional[str]:
     for prefix, op in _OP_BASES:
         if base.startswith(prefix):
             return op
-    return None
+    from miotui.driver.tables import subcommand_for_base
+    sub = subcommand_for_base(base)
+    return _OP_OF_FAMILY.get(sub.family, sub.family) if sub is not None else None
 
 
 class DriverOutputParser:

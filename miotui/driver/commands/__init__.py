@@ -15,7 +15,7 @@ import re
 import shlex
 from typing import Callable, Optional, Sequence
 
-from miotui.driver.commands import basic, bnorm, conv, fusion, pool
+from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norms, ops, pool, reduce, rnn
 from miotui.driver.commands.common import Context, ParsedCommand, Reader
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.shell import find_commands
@@ -24,7 +24,7 @@ from miotui.problems import Problem
 
 #: the modules that read and write each family (each has READERS and WRITERS; a module may
 #: also have LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why))
-FAMILY_MODULES = (conv, fusion, pool, bnorm, basic)
+FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norms, reduce, adam, classic, ops)
 
 READERS: dict[str, Reader] = {}
 WRITERS: dict[type, Callable[..., list[str]]] = {}
