@@ -316,6 +316,9 @@ class DriverLogTracker:
         run = self._run
         if run is None:
             return self._orphan(ol)
+        if ol.direction is None and k in ("kernel_time", "wall_time") and self._last_dir is not None:
+            # the RNN timer's lines (2024+) are the direction of the timing block they close
+            ol = OutputLine(k, self._last_dir, None, ol.values)
         if ol.direction is not None:
             self._last_dir = ol.direction
         self._orphan_told = True

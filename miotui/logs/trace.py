@@ -506,6 +506,7 @@ class TraceDecoder:
         for n in _FUSION_KINDS:
             h[n] = self._fusion_op
         h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
+        h.update(__import__("miotui.logs.trace_ops", fromlist=["op_handlers"]).op_handlers(self))
         return h
 
     # ------------------------------------------------------------------ dtype memory

@@ -9,8 +9,10 @@ printed, and each defect is repaired here with a warning saying what changed:
   name (``LOGGED_BASES``);
 * the shape: the library prints ``-n -c [-D -H -W | -H -W | -W]`` in every version while the
   layer-norm drivers took ``-n -c -D -H -W`` (3.0-3.1), one tensor ``-X NxCxHxW`` (3.2-3.4),
-  then ``-N -C [-D] -H -W`` (newest); the lengths are read from whichever was given, and the
-  command is written in the target driver's spelling;
+  then ``-N -C [-D] -H -W`` (newest, which has 2-D, 4-D and 5-D inputs only); the lengths are
+  read from whichever was given, and the command is written in the target driver's spelling
+  (a 3-D input, a transformer's (batch, tokens, features), as N x C x 1 x W for the newest
+  driver: the same data and normalisation);
 * what is never printed: eps (the driver default 1e-5 is assumed, with a warning) and layer
   norm's ``normalized_dim`` (the layer keeps ``missing`` and has no runnable command: only
   the API trace says it);
@@ -165,9 +167,8 @@ def _layernorm_shape_flags(p: LayerNormProblem, version: Optional[tuple[int, ...
     # newest: -N -C [-D] -H -W [-L layout]; 2-D is N and W with C and H 0
     if rank == 2:
         return ["-N", p.shape[0], "-C", 0, "-H", 0, "-W", p.shape[1]]
-    if rank not in (4, 5):
-        raise DriverCommandError(f"{era_name(version)}'s layer-norm driver takes 2-D (N, W), 4-D or 5-D inputs, "
-                                 f"not {rank}-D {list(p.shape)}")
+    if rank == 3:   # no 3-D form: N x C x 1 x W is the same data and the same normalisation
+        return ["-N", p.shape[0], "-C", p.shape[1], "-H", 1, "-W", p.shape[2]]
     argv = ["-N", p.shape[0], "-C", p.shape[1]] + (["-D", p.shape[2]] if rank == 5 else [])
     argv += ["-H", p.shape[-2], "-W", p.shape[-1]]
     return argv + (["-L", p.layout] if p.layout else [])
@@ -182,7 +183,8 @@ def write_layernorm(p: LayerNormProblem, version: Optional[tuple[int, ...]] = No
     argv: list = [base_for(sub, p.dtype, version=version)] + _layernorm_shape_flags(p, version)
     argv += ["-e", fmt_float(p.eps)]
     if p.variant != "t5layernorm":
-        argv += ["-o", p.normalized_dim]
+        folded = p.variant == "layernorm" and len(p.shape) == 3 and "-X" not in argv and p.normalized_dim >= 2
+        argv += ["-o", p.normalized_dim + folded]   # the unit H of a 3-D input comes before W
     argv += ["-m", p.mode]
     both_only = p.variant == "layernorm" and version_or_newest(version) < (3, 5)
     if p.direction == "bwd" and (both_only or p.variant == "addlayernorm"):
