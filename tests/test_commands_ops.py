@@ -469,3 +469,20 @@ def test_fuzz_parse_and_write_raise_only_command_errors(base, tokens, fn, versio
             to_driver_argv(problem, version)
         except DriverCommandError:
             pass
+
+
+def test_flags_a_logged_line_must_have_are_ones_miopen_prints():
+    """The readers call a Command line cut when it lacks a flag; each such flag is one the
+    family's LOGGED_FLAGS table says every MIOpen since the first era with -F prints."""
+    from miotui.driver.commands import adam, classic, norms, reduce, rnn
+    from miotui.driver.spec import parse_version
+    from miotui.driver.tables import logged_flags
+    for module in (adam, classic, norms, reduce, rnn):
+        for family, required in module.LOGGED_REQUIRED.items():
+            eras = logged_flags(family)
+            assert eras, family
+            for first, last, _, tokens in eras:
+                if family.startswith("rnn") and parse_version(first) < (2, 3):
+                    continue   # no -F before 2.3: the reader says the direction cannot be told
+                for letter in required.split():
+                    assert f"-{letter}" in tokens, (family, first, letter)

@@ -700,6 +700,8 @@ def test_a_result_line_cut_mid_line_is_undecoded():
     assert [s.problem.direction for s in executions(events)] == ["wrw"]
     (u,) = [e for e in events if isinstance(e, Undecoded)]
     assert "cut short" in u.reason
+    # prose that starts like a timing line is not a cut one (real log 109)
+    assert parse_output_line("GPU Kernel Time 6.396966 is lower than Chosen Algorithm 8.52753") is None
 
 
 def test_the_same_echo_after_its_output_is_the_next_run():

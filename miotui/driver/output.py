@@ -249,8 +249,10 @@ _VERIFY_FAIL_RE = re.compile(r"^((?:(?:Forward|Backward|Backwards|CTC)\b|ReduceT
                              r"(?:FAILED|Failed)(.*)$")
 _FAIL_TAIL_RE = re.compile(rf"^(?: against [\w-]+ CPU reference)?(?::\s*({_NUM})(?:\s*>\s*({_NUM}))?|"
                            rf"\s*\(({_NUM}),\s*[^)]*\)|\s*!*| with error = ({_NUM}).*)\s*$")
-#: how every timing line begins (one that starts so and does not parse was cut short)
-_TIME_STARTS = ("GPU Kernel Time", "GPU Kernel Min", "GPU Kernel Avg", "GPU Fused Kernel", "Wall-clock Time")
+#: the first part of a timing line, cut before its value (a paste's last line, a killed run); prose
+#: that starts like one ("GPU Kernel Time 6.39 is lower than ...") is not
+_CUT_TIME_RE = re.compile(r"^(?:GPU (?:Fused )?Kernel|Wall-clock)(?: (?:Min|Avg))? Time(?: [A-Za-z][A-Za-z.]*)*"
+                          r"(?: Elapsed:?(?: [\d.]*)?)?$")
 #: the RNN driver's per-direction timing block (2024+): a header, then direction-less lines
 _TIME_HEADER_RE = re.compile(r"^(Forward|Backward Data|Backward Weights) RNN time results:\s*$")
 _LAUNCH_RE = re.compile(r"^launch#\s*\d+\s*,\s*host_time=")
@@ -416,7 +418,7 @@ def parse_output_line(line: str) -> Optional[OutputLine]:
                 kind = "single"
             return OutputLine("kernel_time", d, op, (("ms", _float(ms)), ("kind", kind),
                                                      ("iterations", int(iters.group(1)) if iters else None)))
-        if text.startswith(_TIME_STARTS):
+        if _CUT_TIME_RE.match(text):
             # a timing line that does not parse: cut short (a paste's last line, a killed run)
             return OutputLine("cut_result", values=(("text", text),))
     if c == "s" and text.startswith("stats:"):

@@ -23,6 +23,10 @@ from miotui.problems import OpProblem
 #: the hyper-parameter flags of each kind, in the order the library prints them
 _ADAM_FLAGS = ("l", "1", "2", "e", "W")
 _BOOL_FLAGS = {"adam": ("a", "m"), "transformersadamw": ("c",)}
+#: flags every LogCmdAdam / LogCmdTransformersAdamW line prints (a line without one was cut short)
+LOGGED_REQUIRED = {family: "d " + " ".join(_ADAM_FLAGS + _BOOL_FLAGS[op]) for family, op in (
+    ("adam", "adam"), ("ampadam", "adam"), ("transformersadamw", "transformersadamw"),
+    ("transformersampadamw", "transformersadamw"))}
 
 
 def read_adam(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
@@ -30,7 +34,7 @@ def read_adam(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
     name = "transformersadamw" if sub.family.startswith("transformers") else "adam"
     bools = _BOOL_FLAGS[name]
     if ctx.log_fn:
-        require(f, "d " + " ".join(_ADAM_FLAGS + bools), f"this {sub.family} Command line")
+        require(f, LOGGED_REQUIRED[sub.family], f"this {sub.family} Command line")
     lens, _ = f.dims("d")
     params: list[tuple[str, str]] = [(k, canon_float(f.float(k))) for k in _ADAM_FLAGS]
     params += [(k, "1" if f.int(k) else "0") for k in bools]

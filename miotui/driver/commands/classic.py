@@ -27,6 +27,9 @@ from miotui.problems import OpProblem
 
 #: tensorop -o: 0 SetTensor, 1 ScaleTensor, 2..5 OpTensor add/mul/min/max (miopenTensorOp_t + 2)
 TENSOR_OPS = ("set", "scale", "add", "mul", "min", "max")
+#: flags every Command line of these prints (tensorop: -A -B -G for OpTensor, -v for Set/Scale; CTC's length
+#: lists only when their pointers are not null): a line without one was cut short
+LOGGED_REQUIRED = {"tensorop": "n c H W o", "dropout": "F d e l m p", "ctc": "a b c m n"}
 
 
 def _done(problems: tuple, f: FlagValues, base: str) -> ParsedCommand:
@@ -41,7 +44,7 @@ def read_tensorop(sub: Subcommand, base: str, args: Sequence[str], ctx: Context)
     if op >= len(TENSOR_OPS):
         raise DriverCommandError(f"tensorop -o must be 0..{len(TENSOR_OPS) - 1}, got {op}")
     if ctx.log_fn:
-        require(f, "n c H W o" + (" v" if op < 2 else " A B G"), "this tensorop Command line")
+        require(f, LOGGED_REQUIRED["tensorop"] + (" v" if op < 2 else " A B G"), "this tensorop Command line")
     shape = (f.int("n"), f.int("c"), f.int("H"), f.int("W"))
     params = [("o", canon_int(op))]
     params += [("v", canon_float(f.float("v")))] if op < 2 else [(k, canon_float(f.float(k))) for k in "ABG"]
@@ -69,7 +72,7 @@ def read_dropout(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) 
     shapes: tuple = ()
     missing: tuple[str, ...] = ()
     if ctx.log_fn:
-        require(f, "F d e l m p", "this dropout Command line")
+        require(f, LOGGED_REQUIRED["dropout"], "this dropout Command line")
         missing = ("input_dim",)
         f.warnings.append(f"MIOpen logs the dropout tensor's rank (-d {f.raw['d']}), not its lengths, which the "
                           f"driver's -d takes: not reproducible from this line")
@@ -113,7 +116,7 @@ def read_ctc(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
     f = read(sub, base, args, ctx)
     missing: list[str] = []
     if ctx.log_fn:
-        require(f, "a b c m n", "this CTC Command line")
+        require(f, LOGGED_REQUIRED["ctc"], "this CTC Command line")
     batch, classes = f.int("n"), f.int("c")
     params = [("a", canon_int(f.int("a"))), ("b", canon_int(f.int("b"))), ("c", canon_int(classes)),
               ("m", canon_int(f.int("m"))), ("n", canon_int(batch))]

@@ -50,6 +50,8 @@ LOGGED_BASES["layernormbf16"] = ("layernormbfp16", "MIOpen 3.0 logs bf16 layer n
 
 _SUBS = {"layernorm": layernorm_table.LAYERNORM, "addlayernorm": layernorm_table.ADDLAYERNORM,
          "t5layernorm": layernorm_table.T5LAYERNORM}
+#: flags every LogCmd*Norm line prints besides its -n/-c/-D/-H/-W lengths (a line without one was cut)
+LOGGED_REQUIRED = {"layernorm": "F m", "addlayernorm": "F m", "t5layernorm": "F m", "groupnorm": "g m F"}
 _EPS_WARNING = "eps is not in MIOpen's Command line; the driver's default 1e-05 is assumed"
 #: the era a typed layer-norm command's shape spelling belongs to
 _ERA_OF_X = (3, 4)
@@ -121,7 +123,7 @@ def _read_layernorm(variant: str, sub: Subcommand, base: str, args: Sequence[str
     missing: tuple[str, ...] = ()
     layout = ""
     if ctx.log_fn:
-        require(f, "F m", f"this {variant} Command line")
+        require(f, LOGGED_REQUIRED[variant], f"this {variant} Command line")
         eps = 1e-5
         f.warnings.append(_EPS_WARNING)
         if variant == "t5layernorm":
@@ -199,7 +201,7 @@ def read_groupnorm(sub: Subcommand, base: str, args: Sequence[str], ctx: Context
     f = read(sub, base, args, ctx)
     dtype = dtype_of(sub, base)[0]
     if ctx.log_fn:
-        require(f, "g m F", "this group-norm Command line")
+        require(f, LOGGED_REQUIRED["groupnorm"], "this group-norm Command line")
         eps = 1e-5
         f.warnings.append(_EPS_WARNING)
         directions: tuple[str, ...] = {1: ("fwd",), 2: ("bwd",)}.get(f.int("F"), ())

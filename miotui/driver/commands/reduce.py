@@ -33,6 +33,8 @@ from miotui.problems import OpProblem, ReduceProblem
 COMP_TYPES = {0: "fp16", 1: "fp32", 2: "int32", 3: "int8", 5: "bf16", 6: "fp64", 7: "fp8", 8: "bf8"}
 _COMP_NUMBERS = {v: k for k, v in COMP_TYPES.items()}
 
+#: flags every LogCmdRedux line prints (a line without one was cut short)
+LOGGED_REQUIRED = {"reduce": "A B C D I N O R"}
 _FP32 = "MIOpen logs fp32 {real} as {logged!r}, which no MIOpenDriver accepts; read as {real!r}"
 LOGGED_BASES: dict[str, tuple[str, str]] = {
     logged: (real, _FP32.format(real=real, logged=logged))
@@ -46,7 +48,7 @@ LOGGED_BASES: dict[str, tuple[str, str]] = {
 def read_reduce(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
     f = read(sub, base, args, ctx)
     if ctx.log_fn:
-        require(f, "A B C D I N O R", "this reduction Command line")
+        require(f, LOGGED_REQUIRED["reduce"], "this reduction Command line")
     dtype = dtype_of(sub, base)[0]
     shape = f.ints("D")
     dims = f.ints("R") if f.text("R").strip() else ()

@@ -26,6 +26,9 @@ from miotui.driver.tables import rnn as rnn_table
 from miotui.problems import RNN_MODES, RNNProblem
 
 _DIRECTION_FLAG = {"fwd": "1", "bwd": "2", "wrw": "4"}
+#: flags every LogCmdRNN line prints (from 2.3; -c only for forward, dropout flags only with dropout):
+#: a line without one of them was cut short
+LOGGED_REQUIRED = {"rnn": "n W H l b m p r k F w", "rnn_seq": "n W H l b m p r k K a I F w"}
 
 
 def _batch(f: FlagValues, seq_len: int) -> tuple[int, ...]:
@@ -66,7 +69,7 @@ def _directions(f: FlagValues, ctx: Context) -> tuple[str, ...]:
 def _logged(f: FlagValues, ctx: Context, seq_api: bool) -> None:
     if not ctx.log_fn:
         return
-    require(f, "n W H l b m p r k F w" + (" K a I" if seq_api else ""), "this RNN Command line")
+    require(f, LOGGED_REQUIRED["rnn_seq" if seq_api else "rnn"], "this RNN Command line")
     if f.has("U"):
         require(f, "P L M", "this RNN Command line (with dropout)")
 
