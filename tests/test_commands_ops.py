@@ -66,8 +66,10 @@ def _layernorm(draw) -> list[str]:
             argv += ["-D", str(draw(pos))]
             rank = 5
     argv[0] = draw(st.sampled_from(["layernorm", "layernormfp16", "layernormbfp16"]))
+    # up to 3.4 (the -X and -n/-c spellings) the driver's backward is an empty stub: -F 2 runs nothing
+    forw = ["0", "1", "2"] if spelling == "newest" else ["0", "1"]
     return argv + ["-o", str(draw(st.integers(0, rank - 1))), "-e", draw(exact), "-m", draw(st.sampled_from("01")),
-                   "-F", draw(st.sampled_from(["0", "1", "2"]))]
+                   "-F", draw(st.sampled_from(forw))]
 
 
 def _norm_x(draw, family: str) -> list[str]:
@@ -265,9 +267,13 @@ def test_rnn_directions_batch_list_and_inference():
 
 
 def test_layernorm_spelling_sets_the_era_and_its_defaults():
-    # -X is 3.2-3.4 spelling, whose -F default is forward only (the real log 139's command)
+    # -X is 3.2-3.4 spelling, whose -F default is forward only (the real log 139's command), and whose
+    # backward pass is an empty stub (-F 0 runs forward only, -F 2 nothing)
     (p,) = parse_driver_command("MIOpenDriver layernorm -X 64x4x4x128 -o 1 -t 1 -i 10").problems
     assert p == LayerNormProblem("fwd", "fp32", (64, 4, 4, 128), 1, 1e-5, 0, "layernorm")
+    assert parse_driver_command("layernorm -X 64x4x4x128 -o 1 -F 0").problems == (p,)
+    with pytest.raises(DriverCommandError, match="no backward"):
+        parse_driver_command("layernorm -X 64x4x4x128 -o 1 -F 2")
     # today's -N/-C default is both directions; N and W with C = H = 0 is 2-D
     fwd, bwd = parse_driver_command("layernorm -N 8 -C 0 -H 0 -W 64 -o 1").problems
     assert fwd.shape == (8, 64) and bwd.direction == "bwd"
@@ -277,9 +283,10 @@ def test_layernorm_spelling_sets_the_era_and_its_defaults():
         to_driver_argv(fwd, (3, 1))
     with pytest.raises(DriverCommandError, match="backward"):
         to_driver_argv(bwd, (3, 4))
-    # a transformer's (batch, tokens, features): today's driver has no 3-D form, N x C x 1 x W is the same
+    # a transformer's (batch, tokens, features): today's driver has no 3-D input; 3.2-3.4 take it
     three_d = LayerNormProblem("fwd", "fp32", (2, 8, 16), 2)
-    assert to_driver_command(three_d) == "MIOpenDriver layernorm -N 2 -C 8 -H 1 -W 16 -e 1e-05 -o 3 -m 0 -F 1"
+    with pytest.raises(DriverCommandError, match="3.2-3.4 take it as -X 2x8x16"):
+        to_driver_argv(three_d)
     assert to_driver_argv(three_d, (3, 3))[:3] == ["layernorm", "-X", "2x8x16"]
 
 

@@ -186,7 +186,9 @@ def test_layernorm_blocks_and_their_command_lines():
         ("epsilon", "1e-06"), ("normalized_dim", "2"), ("yDesc", tensor(x)), ("y", "0x4"),
         ("meanDesc", tensor((32, 128))), ("mean", "0x5"), ("rstdDesc", tensor((32, 128))), ("rstd", "0x6")]))
     assert s.problem == LayerNormProblem("fwd", "fp16", x, 2, 1e-6, 1, "layernorm")
-    assert to_driver_argv(s.problem)[0] == "layernormfp16"   # the block has what the Command line lacks
+    # the block has what the Command line lacks
+    assert to_driver_argv(s.problem, (3, 4)) == ["layernormfp16", "-X", "32x128x768", "-e", "1e-06", "-o", "2",
+                                                 "-m", "1", "-F", "1"]
     (p,) = command("layernormfp16 -n 32 -c 128 -W 768 -F 1 -m 1", "LogCmdLayerNorm")
     same_call(s.problem, p)
     # T5 backward: the Command line says -F 1 (LogCmdT5LayerNorm(dyDesc, mode, true))
@@ -437,3 +439,33 @@ def test_block_and_command_line_of_one_op_call_count_once(api, params, line, fn)
     log = _log([(api, params())], f"MIOpen(HIP): Command [{fn}] ./bin/MIOpenDriver {line}")
     (layer,) = _scan(log * 3).layers()
     assert layer.executions == 3
+
+
+def test_impl_headers_of_the_newest_library():
+    dec = TraceDecoder()
+    params = [("mode", "1"), ("xDesc", tensor((2, 8, 4, 4))), ("num_groups", "2"), ("epsilon", "1e-05")]
+    (s,) = dec.decode_block("miopenStatus_t miopenGroupNormForward_impl(miopenHandle_t, miopenNormMode_t, ...){",
+                            params)
+    assert s.problem.op == "groupnorm" and s.problem.num_groups == 2
+
+
+def test_reduction_descriptor_lines_lost_by_the_log_make_the_block_undecoded():
+    """ReduceTensorDescriptor prints over five lines, the last four without MIOpen's prefix;
+    when a log loses them and no miopenSetReduceTensorDescriptor came first, the reduction's
+    op is unknown: the block is undecoded with the reason (never a guessed op)."""
+    log = ("MIOpen(HIP): miopenStatus_t miopenReduceTensor(miopenHandle_t, ...){\n"
+           "MIOpen(HIP): \treduceTensorDesc = ReduceTensor Descriptor : \nReduction Operation Type : 3\n"
+           "Reduction CompType : 1\nNanPropagation Option : 0\nIndices Option : 0\n\n"
+           f"MIOpen(HIP): \taDesc = {tensor((16, 32, 8))}\nMIOpen(HIP): \tcDesc = {tensor((16, 1, 8))}\n"
+           "MIOpen(HIP): }\n")
+    catalog = _scan(log)
+    (u,) = catalog.undecoded()
+    assert "miopenSetReduceTensorDescriptor" in u.reason
+    setup = ("MIOpen(HIP): miopenStatus_t miopenSetReduceTensorDescriptor(...){\n"
+             "MIOpen(HIP): \treduceTensorDesc = ReduceTensor Descriptor : \nReduction Operation Type : 0\n"
+             "Reduction CompType : 1\nNanPropagation Option : 0\nIndices Option : 0\n\n"
+             "MIOpen(HIP): \treduceTensorOp = 3\nMIOpen(HIP): \treduceTensorCompType = 1\n"
+             "MIOpen(HIP): \treduceTensorNanOpt = 0\nMIOpen(HIP): \treduceTensorIndices = 0\n"
+             "MIOpen(HIP): \treduceTensorIndicesType = 0\nMIOpen(HIP): }\n")
+    (layer,) = _scan(setup + log).layers()
+    assert (layer.problem.reduce_op, layer.executions) == (3, 1)

@@ -11,8 +11,8 @@ printed, and each defect is repaired here with a warning saying what changed:
   layer-norm drivers took ``-n -c -D -H -W`` (3.0-3.1), one tensor ``-X NxCxHxW`` (3.2-3.4),
   then ``-N -C [-D] -H -W`` (newest, which has 2-D, 4-D and 5-D inputs only); the lengths are
   read from whichever was given, and the command is written in the target driver's spelling
-  (a 3-D input, a transformer's (batch, tokens, features), as N x C x 1 x W for the newest
-  driver: the same data and normalisation);
+  (a 3-D input, a transformer's (batch, tokens, features), has no command for the newest
+  driver, only for 3.2-3.4);
 * what is never printed: eps (the driver default 1e-5 is assumed, with a warning) and layer
   norm's ``normalized_dim`` (the layer keeps ``missing`` and has no runnable command: only
   the API trace says it);
@@ -20,8 +20,9 @@ printed, and each defect is repaired here with a warning saying what changed:
   so a T5 Command line cannot say which direction it ran: it is read as written, with a
   warning.
 
-A typed command is read in the era its spelling belongs to (``-X`` is 3.2-3.4, whose ``-F``
-default is forward only; ``-N/-C`` the newest, whose default runs both directions).
+A typed command is read in the era its spelling belongs to (``-X`` is 3.2-3.4, ``-n/-c`` 3.0-3.1:
+their layer-norm driver's backward pass is an empty stub, so only forward runs; ``-N/-C`` the
+newest, whose default ``-F 0`` runs both directions).
 """
 
 from __future__ import annotations
@@ -143,6 +144,12 @@ def _read_layernorm(variant: str, sub: Subcommand, base: str, args: Sequence[str
         eps = f.float("e")
         normalized_dim = len(shape) - 1 if variant == "t5layernorm" else f.int("o")
         directions = plain_directions(f, ctx)
+        if variant == "layernorm" and version_or_newest(ctx.version) < (3, 5):
+            # up to 3.4 the layer-norm driver's backward pass is an empty stub: only forward runs
+            if directions == ("bwd",):
+                raise DriverCommandError("the layer-norm driver of MIOpen 3.0-3.4 (whose spelling this command uses) "
+                                         "has no backward pass: -F 2 runs nothing")
+            directions = ("fwd",)
     mode = f.int("m")
     problems = tuple(make(lambda d=d: LayerNormProblem(d, dtype, shape, normalized_dim, eps, mode, variant, layout,
                                                        missing)) for d in directions)
@@ -169,8 +176,12 @@ def _layernorm_shape_flags(p: LayerNormProblem, version: Optional[tuple[int, ...
     # newest: -N -C [-D] -H -W [-L layout]; 2-D is N and W with C and H 0
     if rank == 2:
         return ["-N", p.shape[0], "-C", 0, "-H", 0, "-W", p.shape[1]]
-    if rank == 3:   # no 3-D form: N x C x 1 x W is the same data and the same normalisation
-        return ["-N", p.shape[0], "-C", p.shape[1], "-H", 1, "-W", p.shape[2]]
+    if rank not in (4, 5):
+        # not reshaped here (N x C x 1 x W is the same computation, but another layer to the
+        # driver's solvers): the command must be this layer
+        raise DriverCommandError(f"{era_name(version)}'s layer-norm driver takes 2-D (N, W), 4-D or 5-D inputs, "
+                                 f"not {rank}-D {list(p.shape)}; MIOpenDriver 3.2-3.4 take it as -X "
+                                 f"{lengths_text(p.shape)}")
     argv = ["-N", p.shape[0], "-C", p.shape[1]] + (["-D", p.shape[2]] if rank == 5 else [])
     argv += ["-H", p.shape[-2], "-W", p.shape[-1]]
     return argv + (["-L", p.layout] if p.layout else [])
@@ -185,8 +196,7 @@ def write_layernorm(p: LayerNormProblem, version: Optional[tuple[int, ...]] = No
     argv: list = [base_for(sub, p.dtype, version=version)] + _layernorm_shape_flags(p, version)
     argv += ["-e", fmt_float(p.eps)]
     if p.variant != "t5layernorm":
-        folded = p.variant == "layernorm" and len(p.shape) == 3 and "-X" not in argv and p.normalized_dim >= 2
-        argv += ["-o", p.normalized_dim + folded]   # the unit H of a 3-D input comes before W
+        argv += ["-o", p.normalized_dim]
     argv += ["-m", p.mode]
     both_only = p.variant == "layernorm" and version_or_newest(version) < (3, 5)
     if p.direction == "bwd" and (both_only or p.variant == "addlayernorm"):
