@@ -469,3 +469,18 @@ def test_reduction_descriptor_lines_lost_by_the_log_make_the_block_undecoded():
              "MIOpen(HIP): \treduceTensorIndicesType = 0\nMIOpen(HIP): }\n")
     (layer,) = _scan(setup + log).layers()
     assert (layer.problem.reduce_op, layer.executions) == (3, 1)
+
+
+def test_workspace_queries_are_mentions_of_the_call_they_size():
+    dec = TraceDecoder()
+    x = tensor((4, 8, 16))
+    (s,) = decode(dec, "miopenGetPReLUBackwardWorkspaceSize", [("inputDesc", x), ("weightDesc", tensor((8,))),
+                                                               ("sizeInBytes", "0x7ffd")])
+    run = one(decode(dec, "miopenPReLUBackward", [("inputDesc", x), ("weightDesc", tensor((8,)))]))
+    assert s.role == "mention" and s.problem == run.problem
+    (s,) = decode(dec, "miopenGetSoftMarginLossForwardWorkspaceSize", [("inputDesc", x), ("targetDesc", x),
+                                                                       ("outputDesc", tensor((1,))),
+                                                                       ("reduction", "1")])
+    assert (s.role, s.problem.op, s.problem.param("R")) == ("mention", "softmarginloss", "sum")
+    # a query that prints too little is nothing, not an undecoded line
+    assert decode(dec, "miopenGetReductionWorkspaceSize", [("aDesc", x), ("cDesc", tensor((4, 1, 16)))]) == []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from miotui.driver.commands.reduce import COMP_TYPES
@@ -43,6 +44,17 @@ _LAYERNORM_APIS = {"miopenLayerNormForward": ("layernorm", "fwd"), "miopenLayerN
                    "miopenT5LayerNormBackward": ("t5layernorm", "bwd")}
 #: miopenLossReductionMode_t -> the driver's --reduce word
 _LOSS_REDUCTIONS = {0: "none", 1: "sum", 2: "mean"}
+#: workspace-size queries: a mention of the layer the call they size would run (the contract's
+#: "workspace-size queries"), decoded as that call; the ones that carry too little to name it
+#: (RNN, getitem, sum, reducecalculation: their op or shapes are not printed) are not listed
+_MENTIONS = {"miopenGetLayerNormBackwardWorkspaceSize": "miopenLayerNormBackward",
+             "miopenGetT5LayerNormBackwardWorkspaceSize": "miopenT5LayerNormBackward",
+             "miopenGetPReLUBackwardWorkspaceSize": "miopenPReLUBackward",
+             "miopenGetReductionWorkspaceSize": "miopenReduceTensor",
+             "miopenGetReductionIndicesSize": "miopenReduceTensor",
+             "miopenGetSoftMarginLossForwardWorkspaceSize": "miopenSoftMarginLossForward",
+             "miopenGetMultiMarginLossForwardWorkspaceSize": "miopenMultiMarginLossForward",
+             "miopenGetCTCLossWorkspaceSize": "miopenCTCLoss"}
 _REDUX_LINE_RE = re.compile(r"(Reduction Operation Type|Reduction CompType|NanPropagation Option|Indices Option)"
                             r"\s*:\s*(-?\d+)")
 
@@ -107,7 +119,21 @@ class OpTrace:
             "miopenSoftMarginLossForward": self.marginloss, "miopenSoftMarginLossBackward": self.marginloss,
             "miopenMultiMarginLossForward": self.marginloss,
         })
+        for query, call in _MENTIONS.items():
+            h[query] = self._mention(h[call], call)
         return h
+
+    @staticmethod
+    def _mention(handler: Handler, call: str) -> Handler:
+        """A workspace query: the sized call's layer, as a mention; nothing when the query
+        prints too little to name it (never an undecoded line for a query)."""
+        def decode(name: str, p: BlockParams) -> list[Event]:
+            try:
+                events = handler(call, p)
+            except BlockError:
+                return []
+            return [replace(e, role="mention") for e in events if isinstance(e, Sighting)]
+        return decode
 
     # ------------------------------------------------------------------ shared
 

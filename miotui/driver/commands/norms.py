@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 from miotui.driver.commands.common import (Context, ParsedCommand, base_for, dtype_of, fmt_float, make,
                                            read, require)
 from miotui.driver.commands.support import (check_written, era_name, lengths_text, plain_directions,
-                                            version_or_newest)
+                                            take_nchw_flags, version_or_newest)
 from miotui.driver.flags import DriverCommandError, FlagValues
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import groupnorm as groupnorm_table
@@ -63,15 +63,7 @@ def _logged_shape(args: Sequence[str], what: str) -> tuple[tuple[int, ...], list
     """``-n -c [-D -H -W | -H -W | -W]`` as LogCmd*Norm prints them (only the lengths there
     are, in that order), and the other tokens.  Taken out before the flags are read: the
     add/T5 drivers have no such flags at all."""
-    found: dict[str, str] = {}
-    rest: list[str] = []
-    for i in range(0, len(args) - 1, 2):
-        if args[i] in ("-n", "-c", "-D", "-H", "-W"):
-            found[args[i][1]] = args[i + 1]
-        else:
-            rest += [args[i], args[i + 1]]
-    if len(args) % 2:
-        rest.append(args[-1])
+    found, rest = take_nchw_flags(args)
     if "n" not in found or "c" not in found:
         raise DriverCommandError(f"{what} lacks -n or -c, which MIOpen always prints (line cut short?)")
     lens = []

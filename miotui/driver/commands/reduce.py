@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 
 from miotui.driver.commands.common import Context, ParsedCommand, base_for, dtype_of, fmt_float, make, read, require
 from miotui.driver.commands.support import (canon_int, check_written, input_repair, lengths_text, make_op,
-                                            not_reproducible)
+                                            not_reproducible, take_nchw_flags)
 from miotui.driver.flags import DriverCommandError, FlagValues
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import argmax as argmax_table
@@ -76,13 +76,7 @@ def write_reduce(p: ReduceProblem, version: Optional[tuple[int, ...]] = None) ->
 
 def _nchw_repair(args: list[str], warnings: list[str]) -> list[str]:
     """3.2's ``-n -c [-D] -H -W`` (no such reduceextreme flags) -> ``-X``."""
-    found: dict[str, str] = {}
-    rest: list[str] = []
-    for i in range(0, len(args) - 1, 2):
-        if args[i] in ("-n", "-c", "-D", "-H", "-W"):
-            found[args[i][1]] = args[i + 1]
-        else:
-            rest += [args[i], args[i + 1]]
+    found, rest = take_nchw_flags(args)
     if not found:
         return args
     warnings.append("MIOpen 3.2 logs the input as -n/-c/-H/-W, which the reduceextreme driver does not have; "

@@ -21,7 +21,7 @@ from miotui.driver.spec import Subcommand
 from miotui.problems import OpProblem
 
 __all__ = ["canon_float", "canon_int", "check_written", "era_name", "bit_directions", "braces_to_lengths",
-           "input_repair", "lengths_text", "make_op", "not_reproducible", "plain_directions", "version_or_newest"]
+           "input_repair", "take_nchw_flags", "lengths_text", "make_op", "not_reproducible", "plain_directions", "version_or_newest"]
 
 
 def era_name(version: Optional[tuple[int, ...]]) -> str:
@@ -78,6 +78,21 @@ def braces_to_lengths(text: str) -> Optional[tuple[int, ...]]:
     if not parts:
         return None
     return tuple(int(p) for p in parts)
+
+
+def take_nchw_flags(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """The ``-n -c [-D] [-H] -W`` lengths several LogCmd* lines print for ops whose drivers take
+    one tensor flag instead (letter -> value text), and the other tokens, in order."""
+    found: dict[str, str] = {}
+    rest: list[str] = []
+    for i in range(0, len(args) - 1, 2):
+        if args[i] in ("-n", "-c", "-D", "-H", "-W"):
+            found[args[i][1]] = args[i + 1]
+        else:
+            rest += [args[i], args[i + 1]]
+    if len(args) % 2:
+        rest.append(args[-1])
+    return found, rest
 
 
 def input_repair(args: list[str], warnings: list[str]) -> list[str]:
