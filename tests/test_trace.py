@@ -418,10 +418,10 @@ def test_non_api_blocks_give_nothing(header):
     assert dec.decode_block(header, [('"convolution, 1x1"', "convolution, 1x1")]) == []
 
 
-def test_unmodelled_api_blocks_give_nothing():
+def test_blocks_that_are_no_layer_give_nothing():
     dec = TraceDecoder()
-    for name in ("miopenOpTensor", "miopenCreateTensorDescriptor", "miopenDestroyConvolutionDescriptor",
-                 "miopenRNNForwardTraining", "miopenSetOpArgsActivForward"):
+    for name in ("miopenCreateTensorDescriptor", "miopenDestroyConvolutionDescriptor",
+                 "miopenSetOpArgsActivForward", "miopenGetTuningPolicy"):
         assert decode(dec, name, "tensorDesc = 0x17b333f8") == []
     assert api_name("miopenStatus_t miopenGetTuningPolicy_impl(miopenHandle_t, miopenTuningPolicy_t *){") == \
         "miopenGetTuningPolicy"

@@ -20,7 +20,8 @@ __all__ = ["DriverVersionError", "resolve_driver_version", "version_from_output"
 
 _ROCM_RE = re.compile(r"^\s*rocm[-_ ]?v?(\d+(?:\.\d+){0,2})\s*$", re.I)
 _MIOPEN_RE = re.compile(r"^\s*(?:miopen[-_ ]?)?v?(\d+(?:\.\d+){0,2})\s*$", re.I)
-_OUTPUT_RES = (re.compile(r"MIOpen \(version: (\d+\.\d+(?:\.\d+)?)"), re.compile(r"MIOpen Driver: (\d+\.\d+(?:\.\d+)?)"),
+_OUTPUT_RES = (re.compile(r"MIOpen \(version: (\d+\.\d+(?:\.\d+)?)"),
+               re.compile(r"MIOpen Driver: (\d+\.\d+(?:\.\d+)?)"),
                re.compile(r"MIOpen version (\d+\.\d+(?:\.\d+)?)"))
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional, Sequence
 
-from miotui.logs.events import Sighting
+from miotui.driver import DriverCommandError
+from miotui.driver.commands.ops import join_cat_parts
+from miotui.logs.events import Event, Sighting, Undecoded
 from miotui.problems import Problem
 
 #: Fields a Command line may not carry although the API block of the same call does.
@@ -31,8 +33,8 @@ def call_signature(problem: Problem) -> tuple:
     hit = _SIGNATURES.get(problem)
     if hit is not None:
         return hit
-    items = [(f.name, getattr(problem, f.name)) for f in dataclasses.fields(problem)
-             if f.name not in _LOSSY_FIELDS]
+    lossy = _LOSSY_FIELDS | getattr(problem, "lossy_fields", frozenset())
+    items = [(f.name, getattr(problem, f.name)) for f in dataclasses.fields(problem) if f.name not in lossy]
     if getattr(problem, "mode", None) == "trans":  # MIOpen < ROCm 6.1 logged C as -k
         items = [(k, v) for k, v in items if k != "k"]
     signature = (problem.op,) + tuple(items)
@@ -91,6 +93,20 @@ class CallRouting:
             self._held[tid] = (ev, n, raw, [])
             return
         self._add(tid, ev, n, raw)
+
+    def _bare_form_of_traced_call(self, tid: str, args: str, events: list[Event]) -> bool:
+        """A Command line that is only its base (MIOpen 1.x logs batch-norm backward as
+        ``bnorm`` with no flags) right after the API block of that call: nothing to decode
+        and nothing missing, so not an undecoded line each iteration."""
+        tokens = args.split()
+        if len(events) != 1 or type(events[0]) is not Undecoded or len(tokens) != 1:
+            return False
+        base = tokens[0]
+        held = self._held.get(tid)
+        if held is not None:  # the block's data type was guessed: it waits for this line
+            return base.startswith(held[0].problem.op)
+        return any("api-trace" in sources and base.startswith(problem.op)
+                   for problem, _role, sources in self._pending.get(tid, ()))
 
     def _waits_for_dtype(self, ev: Sighting) -> bool:
         """An API sighting whose data type was guessed: held for the call's Command line."""
@@ -186,3 +202,40 @@ class CallRouting:
         elif self._driver_run:
             self._driver_run.pop(tid, None)
         return ev.problem, True
+
+
+class CatJoining:
+    """MIOpen's ``LogCmdCat`` prints one Command line per input of a cat call, before the
+    call runs: the consecutive cat lines of one thread are that one call (put back together
+    by ``join_cat_parts``), ended by any other call of the thread or the end of input.  Part
+    of ``LogScanner``; ``_cat`` (thread -> [(sighting, line number, line)]) lives there."""
+
+    def _cat_part(self, tid: str, events: list[Event], n: int, line: str) -> bool:
+        """Keep a one-input cat line for its call; False when ``events`` are something else."""
+        if len(events) != 1 or type(events[0]) is not Sighting:
+            return False
+        problem = events[0].problem
+        if getattr(problem, "name", None) != "cat" or len(problem.shapes) != 1:
+            return False
+        self._cat.setdefault(tid, []).append((events[0], n, line))
+        return True
+
+    def _flush_cat(self, tid: str) -> None:
+        parts = self._cat.pop(tid, None)
+        if not parts:
+            return
+        first, n, line = parts[0]
+        raw = [(m, text) for _ev, m, text in parts]
+        if len(parts) == 1:
+            self._apply([first], tid, n, line, lambda: raw)
+            return
+        try:
+            joined = join_cat_parts([ev.problem for ev, _m, _t in parts])
+        except DriverCommandError as e:
+            self._apply([Undecoded(f"cat Command lines of one call do not agree: {e}")], tid, n, line)
+            return
+        warnings = tuple(dict.fromkeys(w for ev, _m, _t in parts for w in ev.warnings if "one input" not in w))
+        note = (f"{len(parts)} cat Command lines (one per input, as MIOpen prints them) read as one call; "
+                + ("the dimension is the one axis their lengths differ on" if not joined.missing else
+                   "the concatenation dimension is not in them"),)
+        self._apply([Sighting(joined, first.role, first.source, note + warnings)], tid, n, line, lambda: raw)

@@ -12,25 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from miotui.driver import KNOWN_BASES
-from miotui.driver.output import OutputLine, parse_output_line
+from miotui.driver.output_lines import OutputLine, parse_output_line
 from miotui.logs.events import Annotation, Event, Sighting, Undecoded
 
 # ============================================================================= inside logs
 
-#: Base arguments of MIOpenDriver drivers miotui does not model (the line is still a
-#: driver command: its output must not be credited to the previous run).
-OTHER_DRIVER_BASES = frozenset({
-    "rnn", "rnnfp16", "rnn_seq", "rnn_seqfp16", "gemm", "gemmfp16", "ctc", "dropout", "dropoutfp16",
-    "tensorop", "tensoropfp16", "reduce", "reducefp", "reducefp16", "reducefp64", "reduceint",
-    "reduceint8", "reducebfp16", "layernorm", "layernormfp16", "layernormbfp16", "sum", "sumfp16",
-    "groupnorm", "groupnormfp16", "cat", "catfp16", "addlayernorm", "t5layernorm", "adam", "ampadam",
-    "adamw", "ampadamw", "transformersadamw", "transformersampadamw", "reduceextreme", "getitem",
-    "reducecalculation", "rope", "prelu", "kthvalue", "glu", "softmarginloss", "multimarginloss",
-})
 _LIBRARY_LINE_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?[^:]{0,20}: (?:Command \[|\S+ \[)|"
                               r"^\s*miopen\w+: \S*MIOpenDriver")
 _FRAGMENT_RE = re.compile(r"^(?:-{1,2}[A-Za-z_@#$%^!&?]\S*(?:\s+\S+)?(?:\s|$)|"
-                          r"(?:conv|pool|bnorm|activ|lrn|softmax|CBAInfer|CAInfer)\w*\s+-)")
+                          r"(?:conv|pool|bnorm|activ|lrn|softmax|CBAInfer|CAInfer|rnn|gemm|ctc|dropout|tensorop|"
+                          r"reduce|layernorm|addlayernorm|t5layernorm|groupnorm|cat|getitem|kthvalue|prelu|rope|"
+                          r"adam|ampadam|transformers|glu|softmarginloss|multimarginloss|sum|argmax)\w*\s+-)")
 #: Continuation lines buffered before a typed command is given up as cut.
 MAX_CONTINUATION_LINES = 64
 #: output lines that are a direction's result: the run executed that direction
@@ -39,6 +31,9 @@ _RESULT_KINDS = frozenset({"kernel_time", "wall_time", "verify", "stats"})
 _BLOCK_KINDS = frozenset({"kernel_time", "stats"})
 #: the driver's own flags that only print something and run no layer
 _NO_RUN_ARGS = frozenset({"--version", "-h", "--help", "-?"})
+#: result lines that name another op than the run's: the CTC driver prints its kernel time as
+#: "Forward Conv.", and the Transformers AdamW driver as "Forward Adam"
+_OP_ALIASES = {"ctc": frozenset({"conv"}), "transformersadamw": frozenset({"adam"})}
 
 
 def _unmarked(text: str) -> str:
@@ -89,6 +84,8 @@ class DriverLogTracker:
         self._held_bare = False
         self._last_dir: Optional[str] = None
         self._orphan_told = False   # output without a command already reported since the last command
+        #: an RNN "<direction> RNN time results:" block whose timing lines have not come yet
+        self._open_block: Optional[str] = None
         self._cache: dict[tuple[str, ...], tuple[tuple, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ entry
@@ -204,7 +201,7 @@ class DriverLogTracker:
         for command in found:
             args = command.args
             if args[0] in _NO_RUN_ARGS:
-                self._end_run()
+                events += self._end_run()
                 self._awaiting.clear()
                 continue
             if command.echo_shaped:
@@ -227,6 +224,7 @@ class DriverLogTracker:
             # the same text, or the same layers (a run-only value the shell expanded: "-C $DIR")
             if typed == args or (run is not None and self._problems_of(args) == run.problems):
                 del self._awaiting[:i + 1]
+                self._open_block = None   # nothing of the echoed run's output has come yet
                 self._end_run()
                 self._run = run
                 return True
@@ -240,21 +238,18 @@ class DriverLogTracker:
 
     def _start(self, args: tuple[str, ...]) -> list[Event]:
         """A new run: one mention of each layer the command names."""
-        self._end_run()
+        closed = self._end_run()
         # output from here on is this command's: never "output without its command", even
         # when the command itself could not be read (it was reported already)
         self._orphan_told = True
-        base = args[0]
-        if base in OTHER_DRIVER_BASES:
-            return [Undecoded(f"MIOpenDriver {base}: not a layer miotui models")]
         try:
             problems, warnings = self._parse(list(args))
         except ValueError as e:
-            return [Undecoded(f"MIOpenDriver command: {e}")]
+            return closed + [Undecoded(f"MIOpenDriver command: {e}")]
         if not problems:
-            return []
+            return closed
         self._run = _Run(tuple(problems), problems[0].op)
-        return [Sighting(p, "mention", "driver-command", tuple(warnings)) for p in problems]
+        return closed + [Sighting(p, "mention", "driver-command", tuple(warnings)) for p in problems]
 
     def _parse(self, tokens: list[str]) -> tuple[tuple, tuple[str, ...]]:
         """Problems of a typed command (driver defaults for omitted flags); cached."""
@@ -278,9 +273,23 @@ class DriverLogTracker:
         self._cache[key] = result
         return result
 
-    def _end_run(self) -> None:
+    def _end_run(self) -> list[Event]:
+        events = self._close_block()
         self._run = None
         self._last_dir = None
+        return events
+
+    def _close_block(self) -> list[Event]:
+        """An RNN timing block that ended without its timing lines was cut short."""
+        if self._open_block is None:
+            return []
+        direction, self._open_block = self._open_block, None
+        return [Undecoded(f"MIOpenDriver RNN '{direction}' time results cut short: the block has no GPU Kernel Time "
+                          f"line")]
+
+    def finish(self) -> list[Event]:
+        """End of input: what is still open (a held command, an RNN timing block cut short)."""
+        return self.flush() + self._end_run()
 
     # ------------------------------------------------------------------ output
 
@@ -290,7 +299,7 @@ class DriverLogTracker:
             return None
         if run.op == "fusion":
             return run.problems[0] if direction == "fwd" else None
-        if op is not None and op != run.op:
+        if op is not None and op != run.op and op not in _OP_ALIASES.get(run.op, ()):
             return None
         for p in run.problems:
             d = p.direction
@@ -302,6 +311,15 @@ class DriverLogTracker:
         k = ol.kind
         if k == "echo":  # only reached for odd spacing; treat like an echo
             return self._commands("MIOpenDriver " + ol.get("args", ""), hold=False) or []
+        if k == "cut_result":
+            return [Undecoded("MIOpenDriver result line cut short: "
+                              f"{str(ol.get('text'))[:60]!r} has no value (the paste or the run ended here)")]
+        if k == "time_header":
+            events = self._close_block()
+            self._last_dir = ol.direction   # the lines after it are that direction's
+            if self._run is not None:
+                self._open_block = ol.direction
+            return events
         if k in ("version", "prng", "sysinfo", "stats_header", "info", "warning", "solutions_available",
                  "fusion"):
             if k == "solutions_available":
@@ -310,9 +328,17 @@ class DriverLogTracker:
         run = self._run
         if run is None:
             return self._orphan(ol)
+        if ol.direction is None and k in ("kernel_time", "wall_time") and self._last_dir is not None:
+            # the RNN timer's lines (2024+) are the direction of the timing block they close
+            ol = OutputLine(k, self._last_dir, None, ol.values)
         if ol.direction is not None:
             self._last_dir = ol.direction
         self._orphan_told = True
+        if k in _RESULT_KINDS:
+            self._open_block = None
+            # a run with results is no longer waiting for its echo: the same command echoed
+            # again is the next run (a paste of the same run twice)
+            self._awaiting = [(a, r) for a, r in self._awaiting if r is not run]
         events = self._result(ol) if k in _RESULT_KINDS else []
         return events + self._annotations(ol, run)
 
@@ -421,7 +447,7 @@ def _fmt(value: Optional[float]) -> str:
     return "" if value is None else format(value, ".12g")
 
 
-_ALL_BASES = frozenset(KNOWN_BASES) | OTHER_DRIVER_BASES
+_ALL_BASES = frozenset(KNOWN_BASES)
 
 
 def _is_base(token: str) -> bool:

@@ -124,7 +124,7 @@ def classify(line: str) -> tuple:
 def cut_at_the_end(line: str, run_open: bool) -> str:
     """Why the input's last line is MIOpen text cut short by the end of the input (an API
     header before its ``{``; a driver result line while a run's output may follow), or ""."""
-    from miotui.driver.output import parse_output_line
+    from miotui.driver.output_lines import parse_output_line
     c = classify(line)
     split = split_prefix(line) if c[0] == OTHER else None
     body = split[1] if split else (c[1] if c[0] == TEXT else "")

@@ -18,7 +18,7 @@ from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
-from miotui.logs.calls import FIND_FUNCS, CallRouting
+from miotui.logs.calls import FIND_FUNCS, CallRouting, CatJoining
 from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
 from miotui.logs.lines import (
     BARE_CLOSE,
@@ -81,7 +81,7 @@ class _Block:
         self.tid = tid
 
 
-class LogScanner(CallRouting):
+class LogScanner(CallRouting, CatJoining):
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
     #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
@@ -104,6 +104,7 @@ class LogScanner(CallRouting):
         self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
         self._find_open: dict[str, list] = {}  # tid -> [direction, problem looked up] of a legacy Find
         self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
+        self._cat: dict[str, list] = {}   # tid -> the cat Command lines of its call so far
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
         self._whole_blocks: dict[str, object] = {}   # block text -> its _BlockEntry, or False
         self._whole_chars = 0
@@ -160,15 +161,19 @@ class LogScanner(CallRouting):
             if self._carry and self._carry != b"\r":
                 self._process(self._carry)
             self._carry = b""
-            if self.driver.held is not None:
-                self._flush_driver(NOISE, (), self.line_no)
             why = cut_at_the_end(self._last_line, self.driver.run_open)
+            text = self.driver.held or ""
+            events = self.driver.finish()  # the held command, a timing block cut short
+            if events:
+                self._apply(events, "", self._driver_line, text)
             if why:
                 self._undecoded(self.line_no, why, self._last_line)
             for block in list(self._blocks.values()):
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
             self._blocks.clear()
+            for tid in list(self._cat):
+                self._flush_cat(tid)
             for tid in list(self._held):
                 self._flush_held(tid)
             self._pending.clear()
@@ -458,6 +463,8 @@ class LogScanner(CallRouting):
         if self.driver.held is not None:
             self._flush_driver(HEADER, (), self.line_no)
         self._orphan.discard(tid)
+        if self._cat:
+            self._flush_cat(tid)
         if self._held:
             self._flush_held(tid)
         self._pending.pop(tid, None)
@@ -482,6 +489,8 @@ class LogScanner(CallRouting):
         return lambda: [(first_line + i, text) for i, text in enumerate(raw_lines)]
 
     def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
+        if self._cat and fn != "LogCmdCat":
+            self._flush_cat(tid)
         key = (fn, args, "")
         events = self._command_cache.get(key)
         if events is None:
@@ -490,6 +499,8 @@ class LogScanner(CallRouting):
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
+        if fn == "LogCmdCat" and self._cat_part(tid, events, n, line):
+            return
         if not self._bare_form_of_traced_call(tid, args, events):
             self._apply(events, tid, n, line)
 
@@ -503,20 +514,6 @@ class LogScanner(CallRouting):
             self._command_cache[key] = events
         if not self._bare_form_of_traced_call("", args, events):
             self._apply(events, "", n, line)
-
-    def _bare_form_of_traced_call(self, tid: str, args: str, events: list[Event]) -> bool:
-        """A Command line that is only its base (MIOpen 1.x logs batch-norm backward as
-        ``bnorm`` with no flags) right after the API block of that call: nothing to decode
-        and nothing missing, so not an undecoded line each iteration."""
-        tokens = args.split()
-        if len(events) != 1 or type(events[0]) is not Undecoded or len(tokens) != 1:
-            return False
-        base = tokens[0]
-        held = self._held.get(tid)
-        if held is not None:  # the block's data type was guessed: it waits for this line
-            return base.startswith(held[0].problem.op)
-        return any("api-trace" in sources and base.startswith(problem.op)
-                   for problem, _role, sources in self._pending.get(tid, ()))
 
     @staticmethod
     def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],

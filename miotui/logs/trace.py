@@ -20,8 +20,9 @@ depends only on their text and the remembered data types; the cache is dropped w
 that remembered state changes.
 
 Nothing here raises on bad input: a modelled operation that cannot be decoded becomes
-``Undecoded(reason)``; blocks we do not model (internal ``miopen::`` functions, GEMM
-lambdas, tensor ops, RNNs...) give ``[]``.
+``Undecoded(reason)``; blocks that are no layer (descriptor set-up and tear-down, internal
+``miopen::`` functions, GEMM lambdas, fusion-plan arguments) give ``[]``.  The newer ops
+(RNN, norms, reductions, tensor ops, ...) have their handlers in ``trace_ops``/``trace_rnn``.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ from miotui.logs.grammar import (
     parse_lrn,
     parse_pool,
 )
+from miotui.logs.trace_ops import op_handlers
 from miotui.logs.trace_params import (
     BN_APIS,
     CONV_APIS,
     CONV_DESC,
     CONV_TENSORS,
+    DATA_TYPES,
     BlockError,
     BlockParams,
     api_name,
@@ -77,9 +80,6 @@ __all__ = ["TraceDecoder", "api_name", "DTYPE_GUESS_WARNING", "DATA_TYPES", "Blo
 
 SOURCE = "api-trace"
 
-#: miopenDataType_t -> our dtype names (§2.2).  Int32/Int64 tensors are not layers we run.
-DATA_TYPES = {0: "fp16", 1: "fp32", 2: "unknown", 3: "int8", 4: "int8", 5: "bf16", 6: "fp64",
-              7: "fp8", 8: "bf8", 9: "unknown"}
 #: miopenTensorLayout_t (tensor.hpp) for miopenSetNdTensorDescriptorWithLayout.
 _TENSOR_LAYOUTS = {0: "NCHW", 1: "NHWC", 7: "NCDHW", 8: "NDHWC"}
 
@@ -244,6 +244,7 @@ class TraceDecoder(PlanHandlers):
         for n in FUSION_KINDS:
             h[n] = self._fusion_op
         h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
+        h.update(op_handlers(self))
         return h
 
     # ------------------------------------------------------------------ dtype memory

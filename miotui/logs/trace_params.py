@@ -15,6 +15,10 @@ from typing import Callable, Optional, Sequence
 from miotui.logs.grammar import DescriptorError, TensorDesc, is_null_pointer, is_pointer, parse_number, parse_tensor
 from miotui.problems import Problem, ProblemError, default_layout
 
+#: miopenDataType_t -> our dtype names (§2.2).  Int32/Int64 tensors are not layers we run.
+DATA_TYPES = {0: "fp16", 1: "fp32", 2: "unknown", 3: "int8", 4: "int8", 5: "bf16", 6: "fp64",
+              7: "fp8", 8: "bf8", 9: "unknown"}
+
 
 class BlockError(Exception):
     """Raised inside a handler: the block is a modelled op that cannot be decoded."""

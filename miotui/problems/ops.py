@@ -23,6 +23,15 @@ REDUCE_OPS = ("add", "mul", "min", "max", "amax", "avg", "norm1", "norm2")
 _COMPUTE_OPS = frozenset({"gemm"})
 #: every direction a generic op can have (one-way ops, such as an optimizer step, are fwd)
 OP_DIRECTIONS = ("fwd", "bwd", "wrw")
+#: what MIOpen's Command line for a reduction may lack although its API block has it, and back:
+#: alpha/beta are printed as pointers in the block, the descriptor's settings on lines the
+#: block may not keep
+_REDUCE_LOSSY = frozenset({"alpha", "beta", "comp_dtype", "nan_propagation", "indices"})
+#: the forms of one call of a generic op may each lack tensors or parameters the other has (a
+#: cat Command line names one input, a dropout line no shape, a reducecalculation block no op)
+_OP_LOSSY = frozenset({"shapes", "params", "missing"})
+#: ops MIOpen logs backward calls of as forward (``LogCmdRoPE(dyDesc, true)``)
+_DIRECTION_NOT_LOGGED = frozenset({"rope"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,11 @@ class ReduceProblem(ProblemBase):
         check_finite("beta", self.beta)
 
     @property
+    def lossy_fields(self) -> frozenset[str]:
+        """Fields one form of a call may lack although another form of it has them."""
+        return _REDUCE_LOSSY
+
+    @property
     def op_name(self) -> str:
         return REDUCE_OPS[self.reduce_op]
 
@@ -91,6 +105,14 @@ class OpProblem(ProblemBase):
     shapes of its tensors by name (``(("x", (4, 8)), ("y", (4, 8)))``) and its other driver
     parameters by flag (``(("d", "1"),)``), as the log gave them.
 
+    Conventions (``miotui.driver.commands.ops`` reads and writes them): a tensor is named by
+    the driver flag's long name that takes it (``input1``, ``dim_lengths``); a one-character
+    ``params`` key is that driver flag's letter and its value is the canonical text (integers
+    as digits, reals as C's ``%g``, which is how MIOpen prints them, so every form of a call
+    spells a value alike); a longer key is a fact the base argument carries (``adamw``,
+    ``amp``).  ``name`` is the op as the counting contract names it (``adam`` for
+    adam/adamw/ampadam/ampadamw).
+
     ``missing`` names what the driver needs that the log did not say (``("dim",)``): such a
     problem has no runnable command.
     """
@@ -111,10 +133,17 @@ class OpProblem(ProblemBase):
             check_shape(f"{self.name} {tensor}", shape, 1, 8)
         check(all(isinstance(k, str) and isinstance(v, str) for k, v in self.params),
               "params must be (flag, value) text pairs")
+        check(isinstance(self.missing, tuple) and all(isinstance(m, str) for m in self.missing),
+              "missing must be a tuple of names")
 
     @property
     def op(self) -> str:  # type: ignore[override]
         return self.name
+
+    @property
+    def lossy_fields(self) -> frozenset[str]:
+        """Fields one form of a call may lack although another form of it has them."""
+        return _OP_LOSSY | ({"direction"} if self.name in _DIRECTION_NOT_LOGGED else set())
 
     @property
     def memory_bound(self) -> bool:  # type: ignore[override]

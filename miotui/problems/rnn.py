@@ -18,6 +18,10 @@ RNN_MODES = ("relu", "tanh", "lstm", "gru")
 #: gates per cell: the number of hidden-sized matrix products each step does per layer
 RNN_GATES = {"relu": 1, "tanh": 1, "lstm": 4, "gru": 3}
 RNN_APIS = ("rnn", "rnn_seq")
+#: what one form of an RNN call may lack although another has it: an API block prints only
+#: the first time step's tensor (not every step's batch) and an RNN descriptor without its
+#: padding mode and dropout; MIOpen's Command line for the descriptor-array API has no -a
+_RNN_LOSSY = frozenset({"batch", "padded", "dropout", "algo"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,11 @@ class RNNProblem(ProblemBase):
             check_positive("seq_lens", v)
             check(v <= self.seq_len, f"a sequence length ({v}) exceeds the maximum ({self.seq_len})")
         check(self.io_layout in (0, 1, 2, 3), f"io layout must be 0..3, got {self.io_layout!r}")
+
+    @property
+    def lossy_fields(self) -> frozenset[str]:
+        """Fields one form of a call may lack although another form of it has them."""
+        return _RNN_LOSSY
 
     @property
     def n(self) -> int:

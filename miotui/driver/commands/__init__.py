@@ -11,11 +11,12 @@ and what is written is an argv list of validated values, never a shell string.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from typing import Callable, Optional, Sequence
 
-from miotui.driver.commands import basic, bnorm, conv, fusion, pool
+from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norms, ops, pool, reduce, rnn
 from miotui.driver.commands.common import Context, ParsedCommand, Reader
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.shell import find_commands
@@ -24,7 +25,7 @@ from miotui.problems import Problem
 
 #: the modules that read and write each family (each has READERS and WRITERS; a module may
 #: also have LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why))
-FAMILY_MODULES = (conv, fusion, pool, bnorm, basic)
+FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norms, reduce, adam, classic, ops)
 
 READERS: dict[str, Reader] = {}
 WRITERS: dict[type, Callable[..., list[str]]] = {}
@@ -62,15 +63,50 @@ def parse_driver_args(args: Sequence[str], *, api_name: Optional[str] = None, lo
         base, why = LOGGED_BASES[base]
         notes = (why,)
     sub = subcommand_for_base(base)
+    logged_dtype = None
+    if sub is None and ctx.logged:
+        logged_dtype = _driverless_dtype(base)
+        if logged_dtype is not None:
+            logged_dtype, base = logged_dtype
+            sub = subcommand_for_base(base)
+            notes += (f"MIOpen logged {args[0]!r}: no MIOpenDriver runs {logged_dtype} {base}; the layer is "
+                      f"kept as {logged_dtype}, without a command that runs it",)
     if sub is None:
         raise DriverCommandError(f"{base!r} is not a MIOpenDriver base argument of any version")
     reader = READERS.get(sub.family)
     if reader is None:
         raise DriverCommandError(f"MIOpenDriver {base}: miotui does not read {sub.family} commands")
     parsed = reader(sub, base, list(args[1:]), ctx)
+    if logged_dtype is not None:
+        parsed = ParsedCommand(tuple(_with_dtype(p, logged_dtype) for p in parsed.problems), parsed.warnings,
+                               parsed.base, parsed.flags)
     if notes:
         parsed = ParsedCommand(parsed.problems, notes + parsed.warnings, parsed.base, parsed.flags)
     return parsed
+
+
+#: the data-type suffixes of MIOpen's LogCmd* base names, longest first
+_DTYPE_SUFFIXES = (("bfp16", "bf16"), ("bf16", "bf16"), ("fp16", "fp16"), ("fp64", "fp64"), ("int8", "int8"),
+                   ("fp8", "fp8"), ("bf8", "bf8"), ("fp32", "fp32"))
+
+
+def _driverless_dtype(base: str) -> Optional[tuple[str, str]]:
+    """(dtype, the driver's fp32 base) for a logged base that names a data type no driver of
+    that family has (``reducebfp16``, ``groupnormfp64``: MIOpen names the base after the
+    tensor's type whether or not a driver exists), else None."""
+    for suffix, dtype in _DTYPE_SUFFIXES:
+        if base.endswith(suffix) and len(base) > len(suffix):
+            stem = base[:-len(suffix)]
+            if subcommand_for_base(stem) is not None:
+                return dtype, stem
+    return None
+
+
+def _with_dtype(problem: Problem, dtype: str) -> Problem:
+    try:
+        return dataclasses.replace(problem, dtype=dtype)
+    except (TypeError, ValueError) as e:
+        raise DriverCommandError(f"{type(problem).__name__} cannot be {dtype}: {e}") from None
 
 
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
