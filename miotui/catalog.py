@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Optional
 
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.problems import Problem
+from miotui.startup import NO_STARTUP, LayerStartup, LayerStartupCounts, StartupLedger
 
 #: Source lines kept per layer (the first sighting's block or command), for the detail view.
 RAW_LINES_PER_LAYER = 40
@@ -44,6 +45,8 @@ class LayerSnapshot:
     driver_command: str
     #: every kept value per name (e.g. all find results), for the detail view
     annotation_history: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: what its first iteration cost (Finds, searches, compiles: ``miotui.startup``)
+    startup: LayerStartup = NO_STARTUP
 
     @property
     def id(self) -> int:
@@ -72,7 +75,7 @@ class UndecodedRecord:
 
 class _Row:
     __slots__ = ("index", "problem", "counts", "first_line", "last_line", "sources", "files",
-                 "annotations", "warnings", "raw", "driver_command", "version", "_snapshot")
+                 "annotations", "warnings", "raw", "driver_command", "version", "_snapshot", "startup")
 
     def __init__(self, index: int, problem: Problem, line: int, driver_command: str):
         self.index = index
@@ -88,6 +91,7 @@ class _Row:
         self.driver_command = driver_command
         self.version = 0
         self._snapshot: Optional[LayerSnapshot] = None
+        self.startup: Optional[LayerStartupCounts] = None
 
     def snapshot(self) -> LayerSnapshot:
         if self._snapshot is None:
@@ -97,7 +101,8 @@ class _Row:
                 last_line=self.last_line, sources=tuple(self.sources), files=tuple(self.files),
                 annotations=tuple((k, v[-1]) for k, v in self.annotations.items()),
                 warnings=tuple(self.warnings), raw=tuple(self.raw), driver_command=self.driver_command,
-                annotation_history=tuple((k, tuple(v)) for k, v in self.annotations.items()))
+                annotation_history=tuple((k, tuple(v)) for k, v in self.annotations.items()),
+                startup=NO_STARTUP if self.startup is None else self.startup.freeze())
         return self._snapshot
 
 
@@ -117,6 +122,8 @@ class Catalog:
         self.bytes = 0
         self.started = time.monotonic()
         self.finished: Optional[float] = None
+        #: the first iteration's totals, settings, searches in progress and timeline
+        self.startup = StartupLedger()
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -146,6 +153,9 @@ class Catalog:
 
     def has_row(self, problem: Problem) -> bool:
         return problem in self._by_problem
+
+    def existing_row(self, problem: Problem) -> Optional[_Row]:
+        return self._by_problem.get(problem)
 
     def add_sighting(self, problem: Problem, role: str, source: str, line: int, file: str = "",
                      warnings: Iterable[str] = (), annotations: Iterable[tuple[str, str]] = (),
@@ -191,6 +201,19 @@ class Catalog:
     def annotate(self, row: _Row, name: str, value: str) -> None:
         self._annotate_row(row, name, value)
         self._touch(row)
+
+    def record_startup(self, row: Optional[_Row], kind: str, ms: Optional[float], line: int,
+                       clock_ms: Optional[float], name: str = "") -> None:
+        """A first-iteration fact (``miotui.startup``) for ``row``'s layer, or unattributed."""
+        counts = None
+        if row is not None:
+            counts = row.startup
+            if counts is None:
+                counts = row.startup = LayerStartupCounts()
+            self._touch(row)
+        else:
+            self.version += 1
+        self.startup.record(counts, None if row is None else row.index + 1, kind, ms, line, clock_ms, name)
 
     def add_undecoded(self, line: int, reason: str, text: str, file: str = "") -> None:
         self.undecoded_count += 1

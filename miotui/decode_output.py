@@ -18,10 +18,13 @@ from miotui.driver import DriverCommandError, to_driver_command
 from miotui.driver.versions import version_text
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
+from miotui.startup import LayerStartup, seconds
+from miotui.timing import NO_TIME, layer_times, time_summary
 
 #: the table's columns: (title, right-aligned)
 _COLUMNS = (("id", True), ("op", False), ("dir", False), ("dtype", False), ("layout", False), ("shape", False),
-            ("GFLOP", True), ("exec", True), ("find", True), ("mention", True), ("solver", False))
+            ("GFLOP", True), ("exec", True), ("find", True), ("mention", True), ("ms/call", True), ("from", False),
+            ("total ms", True), ("share", True), ("first iteration", False), ("solver", False))
 
 
 def shape_text(layer: LayerSnapshot) -> str:
@@ -33,7 +36,7 @@ def shape_text(layer: LayerSnapshot) -> str:
         extra += " trans" if p.mode == "trans" else ""
         return f"{p.n}x{dims} k{p.k} {f}{extra}"
     shape = getattr(p, "input_shape", ())
-    return "x".join(str(v) for v in shape)
+    return "x".join(str(v) for v in shape) or "?"
 
 
 def gflop_text(flops: int) -> str:
@@ -59,19 +62,53 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
+def ms_text(ms: Optional[float]) -> str:
+    """A time in ms, three significant digits; empty where the log has none."""
+    if ms is None:
+        return ""
+    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.3g}"
+
+
+def startup_text(s: LayerStartup) -> str:
+    """A layer's first iteration in a few words: ``find-db miss, 3 compiled (1.2 s), tuned 6 s``."""
+    parts = []
+    if s.find_db != "unknown":
+        parts.append(f"find-db {s.find_db}")
+    if s.kernels_compiled:
+        parts.append(f"{s.kernels_compiled} compiled" + (f" ({seconds(s.compile_ms)})" if s.compile_ms else ""))
+    if s.kernels_from_cache:
+        parts.append(f"{s.kernels_from_cache} cached")
+    if s.tuning_ms is not None:
+        parts.append(f"tuned {seconds(s.tuning_ms)}")
+    elif s.searched and s.find_db != "miss":
+        parts.append("tuned")
+    return ", ".join(parts)
+
+
 def render_table(catalog: Catalog) -> str:
     layers = catalog.most_executed()
+    times = layer_times(layers)
     rows = []
     for layer in layers:
         p = layer.problem
+        t = times.get(layer.id, NO_TIME)
         rows.append([str(layer.id), p.op, p.direction, p.dtype, getattr(p, "layout", "") or "", shape_text(layer),
                      gflop_text(p.flops), str(layer.executions), str(layer.finds), str(layer.mentions),
+                     ms_text(t.per_call_ms), t.source or "", ms_text(t.total_ms),
+                     "" if t.share is None else f"{100 * t.share:.1f}%", startup_text(layer.startup),
                      visible(layer.annotation("solver"))])
     buf = io.StringIO()
     title = (f"{len(layers)} unique layers, {catalog.lines:,} lines, {catalog.undecoded_count} undecoded"
              + (f", {catalog.unknown_finds} Finds of an unknown problem" if catalog.unknown_finds else "")
              + " (id: the layer's order of arrival in the log; rows: most executed first)")
     buf.write(title + "\n")
+    buf.write(time_summary(times).line() + "\n")
+    startup = catalog.startup.totals()
+    if startup.kernels_compiled or startup.kernels_from_cache or startup.searches or startup.find_db_misses:
+        searched = sum(1 for layer in layers if layer.startup.searched)
+        buf.write(startup.summary(searched, len(layers)) + "\n")
+    if startup.settings:
+        buf.write("settings: " + visible("; ".join(f"{k} = {v}" for k, v in startup.settings)) + "\n")
     for line in _table(rows):
         buf.write(line + "\n")
     for layer in layers:
@@ -130,7 +167,7 @@ def render_to(out: IO[str], catalog: Catalog, fmt: str, version: Optional[tuple[
     layers = list(for_driver(catalog.most_executed(), version))
     if fmt == "json":
         stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
-                 "unknown_finds": catalog.unknown_finds}
+                 "unknown_finds": catalog.unknown_finds, "startup": catalog.startup.totals().to_dict()}
         # json's ensure_ascii (the default) writes every control and non-ASCII character as \uXXXX
         export.write_json(out, layers, catalog.undecoded(), stats)
     elif fmt == "csv":

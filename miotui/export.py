@@ -31,6 +31,8 @@ from miotui.problems import (
     SoftmaxProblem,
 )
 from miotui.safe_text import visible
+from miotui.startup import NO_STARTUP
+from miotui.timing import NO_TIME, LayerTime, layer_times, time_summary
 
 __all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims"]
 
@@ -103,15 +105,19 @@ def _driver_argv(problem: Any) -> tuple[list[str] | None, str]:
 # ---------------------------------------------------------------------- JSON
 
 
-def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None) -> dict[str, Any]:
+def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None,
+               time: Optional[LayerTime] = None) -> dict[str, Any]:
     """One layer in the documented JSON shape; ``runs`` (the layer's run results as
-    ``RunResult.to_dict()``, oldest first) adds a ``runs`` list."""
+    ``RunResult.to_dict()``, oldest first) adds a ``runs`` list; ``time`` is the layer's
+    logged time (``miotui.timing.layer_times``, which needs every layer for the shares)."""
     p = layer.problem
     out = {
         "id": layer.id, "op": p.op, "direction": p.direction, "dtype": p.dtype, "layout": p.layout,
         "driver_command": layer.driver_command, "executions": layer.executions, "finds": layer.finds,
         "mentions": layer.mentions, "first_line": layer.first_line, "last_line": layer.last_line,
         "sources": list(layer.sources), "warnings": list(layer.warnings), "problem": p.to_dict(),
+        "time": (time or NO_TIME).to_dict(),
+        "startup": getattr(layer, "startup", NO_STARTUP).to_dict(layer.finds),
     }
     if runs is not None:
         out["runs"] = [dict(r) for r in runs]
@@ -123,17 +129,36 @@ def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapp
     """The ``--format json`` document: layers (in the order given), undecoded lines, stats.
 
     ``stats`` must hold ``lines``, ``bytes`` and ``seconds`` (``unknown_finds``, Finds whose
-    problem the log never named, defaults to 0); only those keys are kept, so the contract
-    stays what the README documents.  ``runs`` maps a layer id to its
-    run results (``RunResult.to_dict()``); each layer then carries a ``runs`` list.
+    problem the log never named, defaults to 0; ``startup``, the catalog's
+    ``StartupTotals.to_dict()``, defaults to nothing counted); only those keys are kept, so
+    the contract stays what the README documents; ``time`` is added from the layers.
+    ``runs`` maps a layer id to its run results (``RunResult.to_dict()``); each layer then
+    carries a ``runs`` list.
     """
+    layers = list(catalog_layers)
+    times = layer_times(layers)
     return {
-        "layers": [layer_json(layer, None if runs is None else runs.get(layer.id, ()))
-                   for layer in catalog_layers],
+        "layers": [layer_json(layer, None if runs is None else runs.get(layer.id, ()), times.get(layer.id))
+                   for layer in layers],
         "undecoded": [{"line": u.line, "reason": u.reason, "text": u.text} for u in undecoded],
-        "stats": {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"]),
-                  "unknown_finds": int(stats.get("unknown_finds", 0))},
+        "stats": _stats(stats, times),
     }
+
+
+def _stats(stats: Mapping[str, Any], times: Mapping[int, LayerTime]) -> dict[str, Any]:
+    summary = time_summary(dict(times))
+    return {"lines": int(stats["lines"]), "bytes": int(stats["bytes"]), "seconds": float(stats["seconds"]),
+            "unknown_finds": int(stats.get("unknown_finds", 0)),
+            "time": {"layers": summary.layers, "timed": summary.timed,
+                     "total_ms": None if summary.total_ms is None else round(summary.total_ms, 6),
+                     "top5_share": None if summary.top5_share is None else round(summary.top5_share, 6)},
+            "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS)}
+
+
+#: the ``stats.startup`` of a log with no first-iteration lines
+_NO_STARTUP_TOTALS = {"kernels_compiled": 0, "kernels_from_cache": 0, "compile_ms": None, "tuning_ms": None,
+                      "searches": 0, "find_db_misses": 0, "find_db_hits": 0, "unattributed": 0,
+                      "unattributed_ms": None, "timed": False, "settings": {}}
 
 
 def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
@@ -142,18 +167,19 @@ def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[
     per line, so a log of 200,000 layers never holds the whole text (nor every layer's dict)
     in memory, and each line is encoded by the C encoder."""
     dumps = json.dumps
+    layers = catalog_layers if isinstance(catalog_layers, list) else list(catalog_layers)
+    times = layer_times(layers)
     out.write('{"layers": [')
     sep = "\n "
-    for layer in catalog_layers:
-        out.write(sep + dumps(layer_json(layer, None if runs is None else runs.get(layer.id, ()))))
+    for layer in layers:
+        out.write(sep + dumps(layer_json(layer, None if runs is None else runs.get(layer.id, ()), times.get(layer.id))))
         sep = ",\n "
     out.write('\n],\n"undecoded": [')
     sep = "\n "
     for u in undecoded:
         out.write(sep + dumps({"line": u.line, "reason": u.reason, "text": u.text}))
         sep = ",\n "
-    doc = to_json((), (), stats)
-    out.write('\n],\n"stats": ' + dumps(doc["stats"]) + "\n}\n")
+    out.write('\n],\n"stats": ' + dumps(_stats(stats, times)) + "\n}\n")
 
 
 # ---------------------------------------------------------------------- CSV
@@ -161,7 +187,9 @@ def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[
 CSV_COLUMNS = ("id", "op", "direction", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
                "stride", "dilation", "groups", "mode", "output", "executions", "finds", "mentions",
                "gflop_per_call", "first_line", "last_line", "sources", "files", "solver", "algorithm",
-               "solver_time_ms", "warnings", "driver_command",
+               "solver_time_ms", "time_per_call_ms", "time_source", "time_total_ms", "time_share", "find_db",
+               "searched", "kernels_compiled", "kernels_from_cache", "compile_ms", "tuning_ms", "warnings",
+               "driver_command",
                "run_backend", "run_status", "run_median_ms", "run_min_ms", "run_max_ms", "run_gflops",
                "run_gbps", "run_verified", "run_error", "run_tolerance")
 
@@ -188,6 +216,11 @@ def _run_cells(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return cells
 
 
+def _blank(value: Optional[float]) -> str:
+    """A number, or an empty cell where the log has none (never 0 for "unknown")."""
+    return "" if value is None else f"{value:.6g}"
+
+
 def _cell(text: str) -> str:
     """Log text in a CSV cell: control characters made visible, and a leading ``=``, ``+``,
     ``-`` or ``@`` quoted with ``'`` so a spreadsheet reads it as text, not a formula (a
@@ -202,8 +235,11 @@ def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[s
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
+    times = layer_times(layers)
     for layer in layers:
         p = layer.problem
+        t = times.get(layer.id, NO_TIME)
+        s = getattr(layer, "startup", NO_STARTUP)
         cols = layer_columns(p)
         ann = dict(layer.annotations)
         row = {
@@ -213,6 +249,11 @@ def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[s
             "last_line": layer.last_line, "sources": ";".join(layer.sources),
             "files": _cell(";".join(getattr(layer, "files", ()))), "solver": _cell(ann.get("solver", "")),
             "algorithm": _cell(ann.get("algorithm", "")), "solver_time_ms": _cell(ann.get("solver_time_ms", "")),
+            "time_per_call_ms": _blank(t.per_call_ms), "time_source": t.source or "",
+            "time_total_ms": _blank(t.total_ms), "time_share": "" if t.share is None else f"{t.share:.6g}",
+            "find_db": s.find_db, "searched": "yes" if s.searched else "no", "kernels_compiled": s.kernels_compiled,
+            "kernels_from_cache": s.kernels_from_cache, "compile_ms": _blank(s.compile_ms),
+            "tuning_ms": _blank(s.tuning_ms),
             "warnings": _cell(" | ".join(layer.warnings)), "driver_command": layer.driver_command,
             **_run_cells(runs.get(layer.id, ()) if runs else ()),
         }

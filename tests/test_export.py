@@ -28,6 +28,7 @@ from miotui.problems import (
     PoolProblem,
     SoftmaxProblem,
 )
+from miotui.timing import layer_times
 
 DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "miotui", "samples",
                     "resnet50_demo.log")
@@ -80,14 +81,22 @@ def test_json_follows_the_contract(catalog):
     doc = export.to_json(layers, und, {"lines": 10, "bytes": 20, "seconds": 0.5, "extra": 1})
     doc = json.loads(json.dumps(doc))
     assert set(doc) == {"layers", "undecoded", "stats"}
-    assert doc["stats"] == {"lines": 10, "bytes": 20, "seconds": 0.5, "unknown_finds": 0}
+    stats = dict(doc["stats"])
+    times = layer_times(layers)
+    timed = [t.total_ms for t in times.values() if t.total_ms is not None]
+    assert stats.pop("time") == {"layers": len(layers), "timed": len(timed), "total_ms": round(sum(timed), 6),
+                                 "top5_share": round(sum(sorted(timed)[-5:]) / sum(timed), 6)}
+    startup = stats.pop("startup")
+    assert startup["kernels_compiled"] == 0 and startup["compile_ms"] is None and startup["settings"] == {}
+    assert stats == {"lines": 10, "bytes": 20, "seconds": 0.5, "unknown_finds": 0}
     assert doc["undecoded"] == [{"line": 7, "reason": "API block cut short", "text": "MIOpen(HIP): miopenStatus_t x(){"}]
     keys = {"id", "op", "direction", "dtype", "layout", "driver_command", "executions", "finds", "mentions",
-            "first_line", "last_line", "sources", "warnings", "problem"}
+            "first_line", "last_line", "sources", "warnings", "problem", "time", "startup"}
     assert len(doc["layers"]) == len(layers)
     for d, layer in zip(doc["layers"], layers, strict=True):
         assert set(d) == keys
         assert d["problem"] == layer.problem.to_dict()
+        assert d["time"] == times[layer.id].to_dict() and d["startup"]["finds"] == layer.finds
         assert d["id"] == layer.index + 1
         assert (d["op"], d["direction"], d["executions"]) == (layer.problem.op, layer.problem.direction,
                                                               layer.executions)

@@ -126,7 +126,8 @@ class CallRouting:
         problem = ev.problem
         if entry[1] is None and getattr(problem, "op", "") == "conv" and problem.direction == entry[0]:
             entry[1] = problem
-            self.catalog.add_sighting(problem, "find", "info", n, self.file, ev.warnings, (), None)
+            row = self.catalog.add_sighting(problem, "find", "info", n, self.file, ev.warnings, (), None)
+            self._startup_find_named(tid, row)
             self._pending[tid] = [(problem, "find", {"info"})]
         return ev
 
@@ -138,6 +139,7 @@ class CallRouting:
         problem the next lines name (a Find-Db key lookup); if none does before the
         thread's next call, a Find of an unknown problem (counted in the stats)."""
         self._close_find(tid)
+        self._startup_find_opened(tid)
         for problem, role, sources in self._pending.get(tid, ()):
             if role == "find" and "info" not in sources and getattr(problem, "direction", None) == direction:
                 self._find_open[tid] = [direction, problem]
@@ -151,8 +153,10 @@ class CallRouting:
 
     def _close_find(self, tid: str) -> None:
         entry = self._find_open.pop(tid, None)
-        if entry is not None and entry[1] is None:
-            self.catalog.unknown_finds += 1
+        if entry is not None:
+            if entry[1] is None:
+                self.catalog.unknown_finds += 1
+            self._startup_find_closed(tid, None if entry[1] is None else self.catalog.existing_row(entry[1]))
 
     def _flush_held(self, tid: str) -> None:
         held = self._held.pop(tid, None)

@@ -71,4 +71,13 @@ class OpSeen:
     role: str
 
 
-Event = Union[Sighting, Annotation, Undecoded, OpSeen]
+@dataclass(frozen=True)
+class Setting:
+    """A setting in force for the whole log (``MIOPEN_FIND_MODE``, a ``miopenSetTuningPolicy``
+    call): not a fact about one layer, but about how every Find and tuning search ran."""
+
+    name: str
+    value: str
+
+
+Event = Union[Sighting, Annotation, Undecoded, OpSeen, Setting]

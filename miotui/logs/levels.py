@@ -176,7 +176,9 @@ class LevelDecoder:
         m = _SELECTED_RE.match(message)
         if m is None:
             return None
-        return [Annotation("find_result", f"{m.group(1).strip()} {m.group(3)} ms ws={m.group(4)}")]
+        solver = m.group(1).strip()
+        return [Annotation("find_result", f"{solver} {m.group(3)} ms ws={m.group(4)}"), Annotation("solver", solver),
+                Annotation("solver_time_ms", m.group(3))]
 
     @staticmethod
     def _find_result(func: str, message: str) -> Optional[list[Event]]:

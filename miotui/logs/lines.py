@@ -15,7 +15,8 @@ from typing import Optional
 #: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
 #: line must not cost 1 MB per cache entry).
 MAX_LINE = 16_384
-_PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
+#: MIOpen's line prefix, every version (the thread id or hostname before it is found separately)
+PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
 _LEAD_TID_RE = re.compile(r"(?:^|[\s|:])(\d+) $")
 _LEVEL_RE = re.compile(r"^(?:\S+ )?(Fatal|Error|Warning|Info2|Info|Trace) \[([^\]]*)\] ?(.*)$", re.S)
 _COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.*)$")
@@ -37,12 +38,12 @@ RESULT_PHRASES = ("GPU Kernel Time", "GPU Kernel Min Time", "GPU Kernel Avg Time
 
 # Line kinds (first element of a classification tuple).
 NOISE, HEADER, PARAM, CLOSE, COMMAND, LEVEL, OLD_COMMAND, BARE_HEADER, BARE_PARAM, BARE_CLOSE, \
-    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB, SQL = range(16)
+    TEXT, DB, OTHER, CUT_COMMAND, CUT_DB, SQL, PERF = range(17)
 
 
 def split_prefix(line: str) -> Optional[tuple[str, str]]:
     """(thread key, body) of a MIOpen-prefixed line, or None for any other line."""
-    m = _PREFIX_RE.search(line)
+    m = PREFIX_RE.search(line)
     if m is None:
         return None
     lead = line[:m.start()]
@@ -112,6 +113,8 @@ def classify(line: str) -> tuple:
             return (BARE_PARAM, m.group(1), m.group(2))
     if stripped[0] in "IC" and stripped.startswith(("INSERT INTO", "CREATE TABLE")) and "config" in stripped[:24]:
         return (SQL, stripped)
+    if stripped[0] == "{" and stripped.startswith('{"solution"'):   # MIOPEN_PERFORMANCE_LOGS
+        return (PERF, stripped)
     if stripped[0].isdigit():
         if "=" in stripped:
             if _DB_RECORD_RE.match(stripped):

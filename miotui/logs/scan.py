@@ -19,7 +19,7 @@ from typing import Callable, Optional, Sequence
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
 from miotui.logs.calls import FIND_FUNCS, CallRouting, CatJoining
-from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
+from miotui.logs.events import Annotation, Event, OpSeen, Setting, Sighting, Undecoded
 from miotui.logs.lines import (
     BARE_CLOSE,
     BARE_HEADER,
@@ -35,11 +35,13 @@ from miotui.logs.lines import (
     NOISE,
     OLD_COMMAND,
     PARAM,
+    PERF,
     SQL,
     TEXT,
     classify,
     cut_at_the_end,
 )
+from miotui.logs.startup_lines import StartupRouting, has_clock, read_perf_record
 from miotui.logs.whole_blocks import MAX_BLOCK_LINES, WholeBlocks
 from miotui.problems import Problem
 
@@ -61,7 +63,7 @@ class _Block:
         self.tid = tid
 
 
-class LogScanner(CallRouting, CatJoining, WholeBlocks):
+class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
     #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
@@ -94,6 +96,8 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         self._driver_line = 0   # the line of the command the driver tracker holds
         self._last_line = ""    # the last whole line read (was the input cut inside it?)
+        self._timed: Optional[bool] = None   # MIOpen's lines carry a time field (None: no line yet)
+        self._startup_init()
         from miotui.logs.dbrecords import SqlConfigReader, decode_db_record
         from miotui.logs.driver_output import DriverLogTracker
         from miotui.logs.levels import LevelDecoder
@@ -157,6 +161,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
             for tid in list(self._held):
                 self._flush_held(tid)
             self._pending.clear()
+            self._startup_finish()
             for tid in list(self._find_open):
                 self._close_find(tid)
             self.catalog.finished = time.monotonic()
@@ -168,6 +173,10 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
     def _process(self, data) -> None:
         """Whole lines (bytes-like, without the last line end)."""
         text = str(data, "utf-8", "replace")
+        if self._timed is None:
+            self._timed = has_clock(text)
+            if self._timed:
+                self.catalog.startup.timed = True
         if "\r" not in text:
             self._process_range(text, 0, len(text))
             return
@@ -218,6 +227,14 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
         self._process_lines(text[pos:end].split("\n"))
 
     def _process_lines(self, lines: list[str]) -> None:
+        if self._timed:   # each line moves the clock before it is handled
+            for line in lines:
+                self._tick(line)
+                self._untimed_lines([line])
+        else:
+            self._untimed_lines(lines)
+
+    def _untimed_lines(self, lines: list[str]) -> None:
         cache = self._cache
         blocks = self._blocks
         n = self.line_no
@@ -307,6 +324,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
             direction = FIND_FUNCS.get(c[3])
             if direction is not None and c[4].startswith("requestAlgoCount"):
                 self._open_find(c[1], direction, n, line)
+            self._startup_line(c[1], c[3], c[4], n)
             events = self.levels.decode(c[2], c[3], c[4])
             if events:
                 self._apply(events, c[1], n, line)
@@ -327,6 +345,11 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
             return
         if kind == TEXT or kind == DB:
             self._text(line, c, n)
+            return
+        if kind == PERF:  # no prefix, no thread: the call of the thread that logged last
+            rows = self._last_row
+            tid = max(rows, key=lambda t: rows[t].version) if rows else ""
+            self._apply(read_perf_record(c[1]), tid, n, line)
             return
         # OTHER: MIOpen-prefixed text of no interest (multi-line descriptor dumps etc.)
 
@@ -465,6 +488,8 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks):
                     if row is None:
                         continue
                 catalog.annotate(row, ev.name, ev.value)
+            elif type(ev) is Setting:
+                catalog.startup.set(ev.name, ev.value)
             elif type(ev) is OpSeen:
                 problem = self.driver.current_problem(ev.direction, ev.op)
                 if problem is not None:   # the driver run's own library call

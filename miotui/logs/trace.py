@@ -46,6 +46,7 @@ from miotui.logs.grammar import (
     parse_lrn,
     parse_pool,
 )
+from miotui.logs.startup_lines import tuning_policy_block
 from miotui.logs.trace_ops import op_handlers
 from miotui.logs.trace_params import (
     BN_APIS,
@@ -244,6 +245,7 @@ class TraceDecoder(PlanHandlers):
         for n in FUSION_KINDS:
             h[n] = self._fusion_op
         h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
+        h["miopenSetTuningPolicy"] = tuning_policy_block
         h.update(op_handlers(self))
         return h
 

@@ -1,0 +1,108 @@
+"""Where the time goes: each layer's time per call, its total over the log, and its share.
+
+A log holds a layer's GPU time only where MIOpen (or MIOpenDriver) printed one; each source
+is named so a reader knows what the number is:
+
+* ``perf_log``: ``MIOPEN_PERFORMANCE_LOGS`` records, MIOpen's mean kernel time over the job's
+  own executions (after warm-up runs and outliers are dropped), the best estimate there is;
+* ``execution_log``: ``LogConvolutionExecution``'s ``Time(from_find_db)``, the Find-Db time
+  of the solution each execution used;
+* ``find``: the chosen solution's time when it was found (``Chosen Algorithm``,
+  ``EvaluateInvokers ... Selected``, the fastest entry of a Find-Db record);
+* ``driver``: the kernel time MIOpenDriver printed for the layer in the log.
+
+The first source present wins, in that order.  Total = time per call x executions;
+a layer that was never executed (only found or mentioned) has no total.  Share = total over
+the sum of totals of the timed layers.  A time miotui measured itself (``miotui run``, a
+CPU reference or torch) is a different figure and is never mixed into these totals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+#: (source name, the annotation holding it), best first
+TIME_SOURCES = (("perf_log", "perf_time_ms"), ("execution_log", "find_db_time_ms"), ("find", "solver_time_ms"),
+                ("driver", "driver_kernel_ms"))
+
+#: how to make MIOpen log times, for a layer that has none
+HOW_TO_TIME = ("no time in the log: MIOPEN_LOG_LEVEL=5 logs each Find's chosen time and, since 2026, "
+               "each execution's (LogConvolutionExecution); MIOPEN_PERFORMANCE_LOGS=1 logs measured kernel times")
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """One layer's logged GPU time (None where the log has none)."""
+
+    per_call_ms: Optional[float] = None
+    source: Optional[str] = None
+    total_ms: Optional[float] = None
+    share: Optional[float] = None
+
+    def to_dict(self) -> dict:
+        return {"per_call_ms": self.per_call_ms, "source": self.source, "total_ms": self.total_ms,
+                "share": None if self.share is None else round(self.share, 6)}
+
+
+NO_TIME = LayerTime()
+
+
+@dataclass(frozen=True)
+class TimeSummary:
+    layers: int
+    timed: int
+    total_ms: Optional[float]
+    top5_share: Optional[float]
+
+    def line(self) -> str:
+        """``12 of 40 layers timed; the top 5 take 81% of the logged GPU time``."""
+        if not self.timed:
+            return f"0 of {self.layers} layers timed ({HOW_TO_TIME})"
+        top = min(5, self.timed)
+        what = "the top 5 take" if top == 5 else ("it takes" if top == 1 else f"the {top} take")
+        share = 100.0 * (self.top5_share or 0.0)
+        return f"{self.timed} of {self.layers} layers timed; {what} {share:.0f}% of the logged GPU time"
+
+
+def per_call_time(annotations: Iterable[tuple[str, str]]) -> tuple[Optional[float], Optional[str]]:
+    """(ms per call, source) from a layer's annotations (latest value per name)."""
+    ann = dict(annotations)
+    for source, name in TIME_SOURCES:
+        text = ann.get(name)
+        if text:
+            try:
+                value = float(text)
+            except ValueError:
+                continue
+            if math.isfinite(value) and value >= 0:
+                return value, source
+    return None, None
+
+
+def layer_times(layers: Sequence) -> dict[int, LayerTime]:
+    """Layer id -> its time, for layer snapshots (``catalog.LayerSnapshot``)."""
+    out: dict[int, LayerTime] = {}
+    partial: list[tuple[int, float, str, Optional[float]]] = []
+    for layer in layers:
+        ms, source = per_call_time(layer.annotations)
+        if ms is None:
+            out[layer.id] = NO_TIME
+            continue
+        total = ms * layer.executions if layer.executions else None
+        partial.append((layer.id, ms, source, total))
+    grand = sum(t for _, _, _, t in partial if t is not None)
+    for layer_id, ms, source, total in partial:
+        share = total / grand if total is not None and grand > 0 else None
+        out[layer_id] = LayerTime(ms, source, total, share)
+    return out
+
+
+def time_summary(times: dict[int, LayerTime]) -> TimeSummary:
+    totals = sorted((t.total_ms for t in times.values() if t.total_ms is not None), reverse=True)
+    if not totals:
+        return TimeSummary(len(times), 0, None, None)
+    grand = sum(totals)
+    top5 = sum(totals[:5]) / grand if grand > 0 else None
+    return TimeSummary(len(times), len(totals), grand, top5)
