@@ -91,7 +91,7 @@ def norm_make_inputs(p: LayerNormProblem | GroupNormProblem, seed: int) -> dict[
         out["rstd"] = round_to_dtype(rstd.reshape(ins["rstd"]), dtype)
         if "mean" in ins:
             out["mean"] = round_to_dtype(mean.reshape(ins["mean"]), dtype)
-    return out
+    return {name: out[name] for name in ins}
 
 
 def _param(p: LayerNormProblem | GroupNormProblem, t: dict[str, np.ndarray], name: str,

@@ -5,9 +5,11 @@
   the number of reduced elements), norm1 (sum of |x|), norm2 (sqrt of the sum of x^2).
 * the output keeps every dimension, 1 where reduced; ``y = alpha * reduced + beta * y``
   (the prior output, an input then); with indices MIOpenDriver runs alpha 1, beta 0.
-* indices (min, max, amax): the flattened position of the extreme value over the
-  reduced dimensions, in the order they are listed; the first one on ties (the host
-  replaces its value only on a strict improvement).
+* indices (min, max, amax): the flattened (row-major) position of the extreme value
+  over the reduced dimensions in ascending order, the first one on ties (the host
+  replaces its value only on a strict improvement).  The library sees only the two
+  tensors' lengths, so ascending is its order; MIOpenDriver's host code follows its
+  ``-R`` list, which agrees whenever that list is ascending.
 * NaN (``nan_propagation``): only min, max and amax can ignore one; without
   propagation a NaN never wins a comparison (a slice of NaNs gives the starting value:
   the compute type's largest for min, its lowest for max, 0 for amax, and index 0);
@@ -55,9 +57,9 @@ def reduce_make_inputs(p: ReduceProblem, seed: int) -> dict[str, np.ndarray]:
 
 
 def _slices(p: ReduceProblem, x: np.ndarray) -> np.ndarray:
-    """x with the kept dimensions first (in order) and the reduced ones flattened last,
-    in the order they are listed."""
-    red = list(p.reduce_dims)
+    """x with the kept dimensions first and the reduced ones flattened last, both in
+    ascending order."""
+    red = sorted(p.reduce_dims)
     keep = [d for d in range(x.ndim) if d not in red]
     k = math.prod(x.shape[d] for d in red)
     return x.transpose(keep + red).reshape(tuple(x.shape[d] for d in keep) + (k,))
@@ -90,10 +92,11 @@ def run_reduce(p: ReduceProblem, inputs: dict[str, np.ndarray], precision: str =
             acc, idx = _extreme(p, op, v)
     if not p.indices:
         idx = None
-        if p.alpha != 1:
-            acc = acc * dt.type(p.alpha)
-        if reduce_uses_beta(p):
-            acc = acc + dt.type(p.beta) * np.asarray(inputs["y"], dtype=dt).reshape(acc.shape)
+        with np.errstate(over="ignore", invalid="ignore"):   # a start value (the type's largest) times alpha
+            if p.alpha != 1:
+                acc = acc * dt.type(p.alpha)
+            if reduce_uses_beta(p):
+                acc = acc + dt.type(p.beta) * np.asarray(inputs["y"], dtype=dt).reshape(acc.shape)
     res = {"y": np.ascontiguousarray(np.asarray(acc, dtype=dt).reshape(outs["y"]))}
     if idx is not None:
         res["indices"] = np.ascontiguousarray(idx.astype(np.int32).reshape(outs["indices"]))

@@ -10,7 +10,7 @@
 * the modes without learnable parameters pass no weight and bias (backward: a weight
   of ones, so the weight and bias gradients are still computed, as MIOpen computes them).
 * reductions: torch's sum / prod / mean / vector_norm / amin / amax / argmin / argmax
-  over the reduced dimensions (moved last, in their listed order, so the indices are
+  over the reduced dimensions (moved last, in ascending order, so the indices are
   flattened as MIOpen's), with MIOpen's NaN and starting-value rules
   (:mod:`miotui.execute.reference_reduce`) written out in torch ops.
 """
@@ -84,7 +84,7 @@ def torch_reduce(p: ReduceProblem, t: dict[str, Any]) -> dict[str, Any]:
         x = x.double()
     elif x.dtype in (torch.float16, torch.bfloat16):
         x = x.float()
-    red = list(p.reduce_dims)
+    red = sorted(p.reduce_dims)
     keep = [d for d in range(x.dim()) if d not in red]
     v = x.permute(keep + red).reshape([x.shape[d] for d in keep] + [math.prod(x.shape[d] for d in red)])
     op = REDUCE_OPS[p.reduce_op]
