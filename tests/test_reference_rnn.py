@@ -331,3 +331,28 @@ def test_estimate_covers_what_the_reference_allocates():
         held = sum(a.nbytes for a in inputs.values())
         assert peak + held <= R.peak_bytes(p, "fp64"), d
         assert math.isfinite(guard.estimate_bytes(p, "torch"))
+
+
+def test_timed_backward_calls_start_from_one_kept_forward(monkeypatch):
+    """numpy, like MIOpen and torch, times backward from a forward pass run before timing:
+    one forward for the timed calls (fp32) and one for the float64 reference."""
+    from miotui.execute import reference_rnn
+    calls = []
+    real = reference_rnn.rnn_forward
+
+    def counting(p, inputs, precision="fp32", cancel=None):
+        calls.append(precision)
+        return real(p, inputs, precision, cancel)
+
+    monkeypatch.setattr(reference_rnn, "rnn_forward", counting)
+    import miotui.execute.reference_layers as layers
+    monkeypatch.setattr(layers, "rnn_forward", counting)
+    p = RNNProblem("wrw", "fp32", "gru", (4, 3), 2, 3, 3)
+    res = run_layer(p, RunSettings(backend="numpy", iters=5, warmup=2), use_cache=False)
+    assert res.status == "ok" and "kept before timing" in res.engine
+    assert sorted(calls) == ["fp32", "fp64"]
+    inputs = R.make_inputs(p, 1)
+    kept = R.prepare(p, inputs)
+    assert kept is not None
+    for _ in range(2):   # the kept forward is read, never written
+        np.testing.assert_array_equal(R.run_reference(p, inputs, saved=kept)["dw"], R.run_reference(p, inputs)["dw"])

@@ -27,7 +27,7 @@ Where the code lives:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from miotui.execute.reference_layers import (
     layer_make_inputs,
     layer_peak_bytes,
     layer_tensor_names,
+    prepare_layer,
     run_layer_reference,
 )
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
@@ -48,7 +49,7 @@ from miotui.execute.threads import THREADS, CancelFlag, Cancelled, release_works
 from miotui.problems import ConvProblem, FusionProblem, Problem
 
 __all__ = [
-    "Cancelled", "ReferenceUnsupported", "make_inputs", "run_reference", "peak_bytes",
+    "Cancelled", "ReferenceUnsupported", "make_inputs", "run_reference", "prepare", "peak_bytes",
     "tensor_names", "engine_used", "compute_dtype", "round_to_dtype", "storage_dtype", "uniform", "blas_info",
     "BLAS_CORETYPE_SET", "CHUNK_BYTES", "THREADS", "ConvGeometry", "conv_geometry", "run_conv", "conv_peak_bytes",
     "shutdown_threads", "release_workspace",
@@ -87,17 +88,28 @@ def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     return reference_ops.make_inputs(problem, seed)
 
 
+def prepare(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+            cancel: Optional[CancelFlag] = None) -> Optional[Any]:
+    """Untimed work a backend's timed calls may start from (pass it to :func:`run_reference`
+    as ``saved``): an RNN backward pass's forward, kept as MIOpen keeps its reserve space.
+    None for the other layers."""
+    if isinstance(problem, LAYER_TYPES):
+        return prepare_layer(problem, inputs, precision, cancel)
+    return None
+
+
 def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
                   cancel: Optional[CancelFlag] = None, engine: str = "numpy",
-                  chunk_bytes: Optional[int] = None) -> dict[str, np.ndarray]:
+                  chunk_bytes: Optional[int] = None, saved: Optional[Any] = None) -> dict[str, np.ndarray]:
     """Compute a problem's outputs from ``inputs`` (see :func:`tensor_names`).
 
     precision: ``"fp32"`` computes as MIOpenDriver does (float32; int8 conv exactly,
     returned as int32); ``"fp64"`` computes everything in float64 (the verification
     reference).  engine: ``"numpy"``, or ``"numba"`` to use the direct kernels where
     they apply (depthwise/small-group conv, pooling) and numpy elsewhere; without numba
-    installed it is numpy throughout.  Raises :class:`Cancelled` when ``cancel`` is set
-    (checked between chunks) and :class:`ReferenceUnsupported` for what it cannot run.
+    installed it is numpy throughout.  ``saved``: what :func:`prepare` returned for these
+    inputs in this precision.  Raises :class:`Cancelled` when ``cancel`` is set (checked
+    between chunks) and :class:`ReferenceUnsupported` for what it cannot run.
     """
     if engine not in ("numpy", "numba"):
         raise ValueError(f"engine must be numpy or numba, got {engine!r}")
@@ -106,7 +118,7 @@ def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision:
         return run_conv(problem, inputs, precision=precision, cancel=cancel, engine=engine,
                         chunk_bytes=chunk_bytes)
     if isinstance(problem, LAYER_TYPES):
-        return run_layer_reference(problem, inputs, precision, cancel)
+        return run_layer_reference(problem, inputs, precision, cancel, saved)
     return reference_ops.run_op(problem, inputs, precision=precision, cancel=cancel, engine=engine,
                                 chunk_bytes=chunk_bytes)
 

@@ -8,20 +8,20 @@ table in :mod:`layer_shapes`.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from miotui.execute.layer_shapes import LAYER_TYPES, elems, layer_shapes
 from miotui.execute.reference_norm import norm_make_inputs, run_norm
 from miotui.execute.reference_reduce import reduce_dtype, reduce_make_inputs, run_reduce
-from miotui.execute.reference_rnn import rnn_make_inputs, rnn_peak_bytes, run_rnn
+from miotui.execute.reference_rnn import RNNForward, rnn_forward, rnn_make_inputs, rnn_peak_bytes, run_rnn
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, storage_dtype
 from miotui.execute.threads import CancelFlag, check_cancel
 from miotui.problems import GroupNormProblem, LayerNormProblem, Problem, ReduceProblem, RNNProblem
 
 __all__ = ["LAYER_TYPES", "layer_tensor_names", "layer_make_inputs", "run_layer_reference", "layer_peak_bytes",
-           "layer_engine"]
+           "layer_engine", "prepare_layer"]
 
 
 def _check_dtype(problem: Problem) -> None:
@@ -45,12 +45,23 @@ def layer_make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
 
 
+def prepare_layer(problem: Problem, inputs: dict[str, np.ndarray], precision: str = "fp32",
+                  cancel: Optional[CancelFlag] = None) -> Optional[Any]:
+    """What a timed call may start from: an RNN backward pass's forward (MIOpen's backward
+    calls read the reserve space a forward call filled; torch's the graph of one).  None
+    for everything else."""
+    if isinstance(problem, RNNProblem) and problem.direction != "fwd":
+        _check_dtype(problem)
+        return rnn_forward(problem, inputs, precision, cancel)
+    return None
+
+
 def run_layer_reference(problem: Problem, inputs: dict[str, np.ndarray], precision: str = "fp32",
-                        cancel: Optional[CancelFlag] = None) -> dict[str, np.ndarray]:
+                        cancel: Optional[CancelFlag] = None, saved: Optional[Any] = None) -> dict[str, np.ndarray]:
     check_cancel(cancel)
     _check_dtype(problem)
     if isinstance(problem, RNNProblem):
-        out = run_rnn(problem, inputs, precision, cancel)
+        out = run_rnn(problem, inputs, precision, cancel, saved if isinstance(saved, RNNForward) else None)
     elif isinstance(problem, (LayerNormProblem, GroupNormProblem)):
         out = run_norm(problem, inputs, precision)
     elif isinstance(problem, ReduceProblem):
@@ -77,5 +88,6 @@ def layer_peak_bytes(problem: Problem, precision: str = "fp32") -> int:
 
 def layer_engine(problem: Problem) -> str:
     if isinstance(problem, RNNProblem):
-        return f"numpy {problem.mode} (packed steps, BLAS per step)"
+        how = "; backward timed from a forward pass kept before timing" if problem.direction != "fwd" else ""
+        return f"numpy {problem.mode} (packed time steps, a BLAS product per step{how})"
     return f"numpy {problem.op}"

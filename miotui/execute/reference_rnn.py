@@ -19,6 +19,9 @@ input bias is still added).  The reverse direction runs the steps backwards; a s
 alive for L steps starts it at step L-1 from its ``hx``.  ``hy``/``cy`` are each
 sample's state after its last step (the reverse direction's after step 0).
 
+MIOpen's RNN algorithms (default, fundamental, rounded dynamic) schedule the same
+arithmetic differently, so ``algo`` does not change the reference.
+
 Backward data and weights are the exact gradients of that forward pass (back-propagation
 through time, written out per cell), given ``dy``, ``dhy`` and ``dcy``: what the driver's
 ``RunRNNBackward*`` host code computes.  Dropout between layers uses MIOpen's GPU random
@@ -39,7 +42,7 @@ from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, storage_
 from miotui.execute.threads import CancelFlag, check_cancel
 from miotui.problems import RNNProblem
 
-__all__ = ["rnn_make_inputs", "run_rnn", "rnn_peak_bytes", "RNN_INPUT_SCALE"]
+__all__ = ["rnn_make_inputs", "run_rnn", "rnn_forward", "RNNForward", "rnn_peak_bytes", "RNN_INPUT_SCALE"]
 
 #: MIOpenDriver's scale for RNN data: x, hx, cx, dy, dhy, dcy uniform in [0, 0.01), the
 #: weights in 0.01 x [-0.5, 0.5) (``RNNDriver::AllocateBuffersAndCopy``).  Its tolerance
@@ -213,59 +216,91 @@ def _backward_direction(p: RNNProblem, pk: SeqPacking, lw: LayerWeights, d: int,
     return dax, dah
 
 
-def run_rnn(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32",
-            cancel: Optional[CancelFlag] = None) -> dict[str, np.ndarray]:
-    """One pass of ``p`` on ``inputs`` (see :mod:`layer_shapes` for the names)."""
+@dataclass
+class RNNForward:
+    """A forward pass in the packed, sorted form: the final states and, when ``keep``,
+    what the backward pass reads (it never writes into any of it, so one forward serves
+    any number of backward calls, as MIOpen's reserve space does)."""
+
+    pk: SeqPacking
+    dtype: np.dtype
+    y: np.ndarray                       # the last layer's output, packed
+    h: np.ndarray                       # (L*D, N, H) final hidden state, sorted
+    c: Optional[np.ndarray]
+    layer_inputs: list[np.ndarray]
+    saved: list[list[Optional[_Saved]]]
+
+
+def _checked(p: RNNProblem, inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.ndarray]:
     if p.dropout > 0 and p.layers > 1:
         raise ReferenceUnsupported("dropout between stacked layers uses MIOpen's GPU random generator")
-    dt = compute_dtype(p, precision)
-    ins, outs = rnn_shapes(p)
     t = {}
-    for name, shape in ins.items():
+    for name, shape in rnn_shapes(p)[0].items():
         if name not in inputs:
-            raise KeyError(f"rnn {p.direction} needs inputs {sorted(ins)} (got {sorted(inputs)})")
+            raise KeyError(f"rnn {p.direction} needs inputs {sorted(rnn_shapes(p)[0])} (got {sorted(inputs)})")
         if tuple(inputs[name].shape) != shape:
             raise ValueError(f"input {name!r} has shape {tuple(inputs[name].shape)}, the problem needs {shape}")
         t[name] = np.ascontiguousarray(inputs[name], dtype=dt)
+    return t
+
+
+def rnn_forward(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32",
+                cancel: Optional[CancelFlag] = None) -> RNNForward:
+    """The forward pass of ``p`` (keeping what backward needs when ``p`` is a backward pass)."""
+    dt = compute_dtype(p, precision)
+    t = _checked(p, inputs, dt)
     pk = seq_packing(p)
     lw = weight_views(p, t["w"])
-    lstm = p.mode == "lstm"
     h = pk.sort_hidden(t["hx"])
-    c = pk.sort_hidden(t["cx"]) if lstm else None
+    c = pk.sort_hidden(t["cx"]) if p.mode == "lstm" else None
     keep = p.direction != "fwd"
-    layer_inputs, saved = [], []
-    inp = pk.pack(t["x"])
+    fw = RNNForward(pk, dt, pk.pack(t["x"]), h, c, [], [])
     nd, hs = p.directions, p.hidden
     for li in range(p.layers):
         out = np.zeros((pk.rows, nd * hs), dt)
-        per_dir = []
-        for d in range(nd):
-            k = li * nd + d
-            per_dir.append(_forward_direction(p, pk, lw[li], d, inp, h[k], c[k] if c is not None else None,
-                                              out, keep, cancel))
+        per_dir = [_forward_direction(p, pk, lw[li], d, fw.y, h[li * nd + d],
+                                      c[li * nd + d] if c is not None else None, out, keep, cancel)
+                   for d in range(nd)]
         if keep:
-            layer_inputs.append(inp)
-            saved.append(per_dir)
-        inp = out
+            fw.layer_inputs.append(fw.y)
+            fw.saved.append(per_dir)
+        fw.y = out
+    return fw
+
+
+def run_rnn(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32",
+            cancel: Optional[CancelFlag] = None, forward: Optional[RNNForward] = None) -> dict[str, np.ndarray]:
+    """One pass of ``p`` on ``inputs`` (see :mod:`layer_shapes` for the names).  A backward
+    pass starts from ``forward`` when given (the same inputs' :func:`rnn_forward`, in this
+    precision), else runs the forward first."""
+    _, outs = rnn_shapes(p)
+    if forward is None or p.direction == "fwd":
+        forward = rnn_forward(p, inputs, precision, cancel)
+    fw = forward
+    pk = fw.pk
+    lstm = p.mode == "lstm"
     if p.direction == "fwd":
-        res = {"y": pk.unpack(inp, outs["y"]), "hy": pk.unsort_hidden(h)}
-        if lstm:
-            assert c is not None
-            res["cy"] = pk.unsort_hidden(c)
+        res = {"y": pk.unpack(fw.y, outs["y"]), "hy": pk.unsort_hidden(fw.h)}
+        if fw.c is not None:
+            res["cy"] = pk.unsort_hidden(fw.c)
         return res
+    dt = fw.dtype
+    t = _checked(p, inputs, dt)
+    lw = weight_views(p, t["w"])
     wrw = p.direction == "wrw"
     dw = np.zeros(p.weight_count, dt) if wrw else None
     dwv = weight_views(p, dw) if dw is not None else None
     dh = pk.sort_hidden(t["dhy"])
     dc = pk.sort_hidden(t["dcy"]) if lstm else None
     dout = pk.pack(t["dy"])
+    nd, hs = p.directions, p.hidden
     for li in reversed(range(p.layers)):
-        x_l = layer_inputs[li]
-        need_dinp = li > 0 or not wrw
-        dinp = np.zeros_like(x_l) if need_dinp else None
+        x_l = fw.layer_inputs[li]
+        dinp = np.zeros_like(x_l) if li > 0 or not wrw else None
         for d in range(nd):
             k = li * nd + d
-            s = saved[li][d]
+            s = fw.saved[li][d]
+            assert s is not None
             dax, dah = _backward_direction(p, pk, lw[li], d, s, dout, dh[k], dc[k] if dc is not None else None,
                                            cancel)
             if dinp is not None:
@@ -288,8 +323,7 @@ def run_rnn(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32
         assert dw is not None
         return {"dw": dw}
     res = {"dx": pk.unpack(dout, outs["dx"]), "dhx": pk.unsort_hidden(dh)}
-    if lstm:
-        assert dc is not None
+    if dc is not None:
         res["dcx"] = pk.unsort_hidden(dc)
     return res
 

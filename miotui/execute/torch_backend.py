@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from miotui.execute.protocol import Backend
 from miotui.execute.threads import Cancelled
-from miotui.execute.torch_ops import torch_prepare, torch_run
+from miotui.execute.torch_ops import torch_describe, torch_prepare, torch_run
 from miotui.problems import BatchNormProblem, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,7 +92,7 @@ class TorchBackend(Backend):
         dt = str(self._dtype(problem)).replace("torch.", "")
         if dt == "float32" and self.device == "cuda":
             dt += " (TF32 off)"
-        return f"torch {torch.__version__} {self.device_name()} {dt}"
+        return f"torch {torch.__version__} {self.device_name()} {dt}{torch_describe(problem)}"
 
     def prepare(self, problem: Problem, inputs: dict[str, "np.ndarray"]) -> Any:
         """Torch copies of the inputs on the device, in the problem's dtype (batch-norm

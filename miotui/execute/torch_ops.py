@@ -338,6 +338,18 @@ def torch_run(problem: Problem, t: dict[str, Any], state: Optional[dict[str, Any
     raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}")
 
 
+def torch_describe(problem: Problem) -> str:
+    """What a result's engine should add about how torch ran the layer ("" for most)."""
+    if not isinstance(problem, RNNProblem):
+        return ""
+    parts = [f"nn.{ {'lstm': 'LSTM', 'gru': 'GRU'}.get(problem.mode, 'RNN') }"]
+    if problem.input_mode == "skip":
+        parts.append("skip input as identity input matrices")
+    if problem.direction != "fwd":
+        parts.append("backward timed over a forward graph built before timing")
+    return " (" + "; ".join(parts) + ")"
+
+
 def torch_prepare(problem: Problem, t: dict[str, Any], state: dict[str, Any]) -> None:
     """Untimed set-up before the timed calls: an RNN's module with MIOpen's parameters
     loaded and, for a backward pass, its forward graph (MIOpen's backward likewise starts
