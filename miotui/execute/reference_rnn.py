@@ -32,7 +32,7 @@ generator, which cannot be reproduced: a stacked RNN with dropout is not run
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -86,8 +86,16 @@ class _Saved:
     ah_c: Optional[np.ndarray] = None   # GRU: R_c h + b_Rc, before the reset gate
 
 
-def _steps(pk: SeqPacking, reverse: bool) -> range:
-    return range(pk.steps - 1, -1, -1) if reverse else range(pk.steps)
+def _step_rows(pk: SeqPacking, reverse: bool, cancel: Optional[CancelFlag]) -> Iterator[tuple[int, slice]]:
+    """(samples alive, their packed rows) for each time step that has any, in time order
+    or reversed; checks ``cancel`` every few steps."""
+    steps = range(pk.steps - 1, -1, -1) if reverse else range(pk.steps)
+    for k, t in enumerate(steps):
+        if k % _CHECK_EVERY == 0:
+            check_cancel(cancel)
+        b = pk.batches[t]
+        if b:
+            yield b, slice(pk.offsets[t], pk.offsets[t] + b)
 
 
 def _input_product(lw: LayerWeights, d: int, inp: np.ndarray, gates: int) -> np.ndarray:
@@ -115,13 +123,7 @@ def _forward_direction(p: RNNProblem, pk: SeqPacking, lw: LayerWeights, d: int, 
     r_t = lw.r[d].T
     b_r = lw.b_r[d] if lw.b_r is not None else None
     cols = slice(d * hs, (d + 1) * hs)
-    for k, t in enumerate(_steps(pk, reverse=d == 1)):
-        if k % _CHECK_EVERY == 0:
-            check_cancel(cancel)
-        b = pk.batches[t]
-        if b == 0:
-            continue
-        sl = slice(pk.offsets[t], pk.offsets[t] + b)
+    for b, sl in _step_rows(pk, d == 1, cancel):
         hp = h[:b]
         ah = hp @ r_t
         if b_r is not None:
@@ -175,13 +177,7 @@ def _backward_direction(p: RNNProblem, pk: SeqPacking, lw: LayerWeights, d: int,
     dah = np.empty_like(dax) if p.mode == "gru" else dax
     r_mat = lw.r[d]
     cols = slice(d * hs, (d + 1) * hs)
-    for k, t in enumerate(_steps(pk, reverse=d == 0)):
-        if k % _CHECK_EVERY == 0:
-            check_cancel(cancel)
-        b = pk.batches[t]
-        if b == 0:
-            continue
-        sl = slice(pk.offsets[t], pk.offsets[t] + b)
+    for b, sl in _step_rows(pk, d == 0, cancel):
         g = dh[:b] + dout[sl, cols]
         acts = s.acts[sl]
         if p.mode in ("relu", "tanh"):
