@@ -327,7 +327,7 @@ def run_rnn(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32
 def rnn_peak_bytes(p: RNNProblem, precision: str = "fp32") -> int:
     """Memory of one :func:`run_rnn` call: the stored inputs and their compute copies, the
     outputs, every layer's packed input and output, the saved activations (backward), the
-    input products and, backward, the gate gradients."""
+    input products, one time step's temporaries and, backward, the gate gradients."""
     it = compute_dtype(p, precision).itemsize
     stored = storage_dtype(p.dtype).itemsize
     ins, outs = rnn_shapes(p)
@@ -335,7 +335,7 @@ def rnn_peak_bytes(p: RNNProblem, precision: str = "fp32") -> int:
     gh = p.gates * p.hidden
     total = elems(ins) * (stored + it) + elems(outs) * it
     total += rows * (p.in_size + p.layers * p.directions * p.hidden) * it
-    total += rows * gh * it * 2
+    total += rows * gh * it * 2 + 8 * p.batch[0] * gh * it      # input products; one step's temporaries
     if p.direction != "fwd":
         total += rnn_saved_elems(p) * it + rows * gh * it * 2 + rows * max(p.in_size, p.directions * p.hidden) * it
     return int(total + (1 << 16))
