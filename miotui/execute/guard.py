@@ -25,7 +25,20 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from miotui.execute.host_memory import cgroup_memory
-from miotui.problems import DTYPE_BYTES, BatchNormProblem, ConvProblem, FusionProblem, Problem, ProblemError
+from miotui.execute.layer_shapes import LAYER_TYPES, elems, layer_shapes, rnn_saved_elems
+from miotui.problems import (
+    DTYPE_BYTES,
+    BatchNormProblem,
+    ConvProblem,
+    FusionProblem,
+    GroupNormProblem,
+    LayerNormProblem,
+    OpProblem,
+    Problem,
+    ProblemError,
+    ReduceProblem,
+    RNNProblem,
+)
 
 #: Fraction of the available memory a run may plan to use; the rest is left to the
 #: app, the OS page cache and estimation error.
@@ -58,13 +71,34 @@ def fmt_bytes(n: float) -> str:
 
 
 def with_batch(problem: Problem, n: int) -> Problem:
-    """The same layer with ``n`` images (every problem kind has a batch field ``n``).
+    """The same layer with ``n`` images (samples, rows of the first dimension).
 
-    Raises ProblemError for a non-positive batch (the problem re-validates itself).
+    Most kinds have a batch field ``n``; layer / group norm and reductions take the first
+    dimension of their shape; an RNN scales its per-step batch sizes (:func:`rnn_with_batch`).
+    An op miotui does not model (``OpProblem``) has no batch it knows of.  Raises
+    ProblemError for a non-positive batch (the problem re-validates itself).
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ProblemError(f"batch must be a positive integer, got {n!r}")
+    if isinstance(problem, RNNProblem):
+        return rnn_with_batch(problem, n)
+    if isinstance(problem, (LayerNormProblem, GroupNormProblem, ReduceProblem)):
+        return dataclasses.replace(problem, shape=(n,) + problem.shape[1:])  # type: ignore[arg-type]
+    if isinstance(problem, OpProblem):
+        raise ProblemError(f"miotui does not know which dimension of {problem.name}'s tensors is a batch")
     return dataclasses.replace(problem, n=n)  # type: ignore[type-var]
+
+
+def rnn_with_batch(p: RNNProblem, n: int) -> RNNProblem:
+    """The RNN with ``n`` samples: every per-step batch size scaled by n / N (rounded, at
+    least 1, so the sizes stay non-increasing and the first is n); per-sample sequence
+    lengths (``rnn_seq``) resampled in order, so the mix of lengths is kept."""
+    n0 = p.batch[0]
+    batch = tuple(max(1, (b * n + n0 // 2) // n0) for b in p.batch)
+    lens = p.seq_lens
+    if lens:
+        lens = tuple(lens[i * len(lens) // n] for i in range(n))
+    return dataclasses.replace(p, batch=batch, seq_lens=lens)
 
 
 def batch_override(problem: Problem, batch: Optional[int]) -> tuple[Problem, str]:
@@ -92,6 +126,20 @@ def validate(problem: object) -> Optional[str]:
 def not_modelled(problem: object) -> Optional[str]:
     """Why no in-process backend computes ``problem`` the way MIOpen does, or None (the
     layer is real; only MIOpenDriver can run it)."""
+    if isinstance(problem, OpProblem):
+        if problem.missing:
+            return (f"miotui does not run {problem.name}; its MIOpenDriver command cannot be written either "
+                    f"(the log did not say {', '.join(problem.missing)})")
+        return f"miotui does not run {problem.name}; `d` launches its MIOpenDriver command"
+    if isinstance(problem, RNNProblem) and problem.dropout > 0 and problem.layers > 1:
+        return (f"dropout {problem.dropout:g} between the stacked layers draws from MIOpen's own GPU random "
+                "generator (rocrand XORWOW states), which cannot be reproduced here; `d` launches its "
+                "MIOpenDriver command")
+    if isinstance(problem, GroupNormProblem) and problem.direction != "fwd":
+        return "MIOpen has no group-norm backward (only miopenGroupNormForward): there is nothing to compare with"
+    if isinstance(problem, LayerNormProblem) and problem.variant == "addlayernorm" and problem.direction != "fwd":
+        return ("MIOpen has no add-layer-norm backward (only miopenAddLayerNormForward): there is nothing to "
+                "compare with")
     conv = problem.conv if isinstance(problem, FusionProblem) and problem.has_conv else problem
     if isinstance(conv, ConvProblem) and conv.output_clamped:
         return ("MIOpen clamps this layer's output to 1 pixel (its filter reaches past the padded input); "
@@ -108,12 +156,16 @@ def _elems(shape: tuple[int, ...]) -> int:
 def tensor_elems(problem: Problem) -> tuple[int, int]:
     """(input elements, output elements) of one run, from shapes alone.
 
-    Conv by direction (fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw); batch norm counts
+    Conv by direction (fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw); RNNs, layer / group
+    norm and reductions from their tensor table (:mod:`layer_shapes`); batch norm counts
     x (and dy) plus per-channel parameters; the rest x (and y, dy) -> y or dx.
     """
     if isinstance(problem, ConvProblem):
         x, y, w = _elems(problem.input_shape), _elems(problem.output_shape), _elems(problem.weight_shape)
         return {"fwd": (x + w, y), "bwd": (y + w, x), "wrw": (x + y, w)}[problem.direction]
+    if isinstance(problem, LAYER_TYPES):
+        ins, outs = layer_shapes(problem)
+        return elems(ins), elems(outs)
     if isinstance(problem, FusionProblem):
         x, y = _elems(problem.input_shape), _elems(problem.output_shape)
         w = _elems(problem.conv.weight_shape) if problem.has_conv else 0
@@ -165,6 +217,11 @@ def torch_bytes(problem: Problem, device: str = "cpu") -> tuple[int, int]:
         dev += cols * threads
         if problem.pad_mode != "default":
             dev += ins * 4   # explicitly padded copy
+    if isinstance(problem, RNNProblem):
+        # the module's parameters (and for backward, the forward graph autograd keeps)
+        dev += problem.weight_count * 2 * item
+        if problem.direction != "fwd" or not problem.inference:
+            dev += rnn_saved_elems(problem) * 2 * max(item, 2)
     if device == "cpu":
         return host + dev, 0
     return host, dev
@@ -277,7 +334,10 @@ def _refusal(problem: Problem, backend: str, need: int, avail: int, n: int, what
             f"{'(with the float64 verification reference) ' if verify else ''}"
             f"but only {fmt_bytes(avail)} of {what} is free (keeping {int((1 - HEADROOM_FRACTION) * 100)}% "
             f"+ {fmt_bytes(RESERVE_BYTES)} headroom)")
+    unit = "samples" if isinstance(problem, RNNProblem) else (
+        "along the first dimension" if isinstance(problem, LAYER_TYPES) else "images")
     if n >= 1:
-        return (f"{head}; the largest batch that fits is {n} images (run it with --batch {n}; "
+        return (f"{head}; the largest batch that fits is {n} {unit} (run it with --batch {n}; "
                 f"the log's layer has N={problem.n})")
-    return f"{head}; even one image does not fit"
+    one = {"samples": "one sample", "images": "one image"}.get(unit, "a first dimension of 1")
+    return f"{head}; even {one} does not fit"

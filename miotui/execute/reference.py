@@ -17,6 +17,8 @@ Where the code lives:
 * convolution: :mod:`conv` (inputs, dispatch, batch split, memory) on the underlying
   geometry of :mod:`conv_geometry`, with :mod:`conv_forward` (im2col + GEMM),
   :mod:`conv_backward_data` (GEMM + col2im) and :mod:`conv_backward_weights`;
+* RNNs, layer / group norm and reductions: :mod:`reference_layers` (:mod:`reference_rnn`,
+  :mod:`reference_norm`, :mod:`reference_reduce`; tensor names in :mod:`layer_shapes`);
 * the other layer kinds: :mod:`reference_ops` and :mod:`reference_pool`;
 * numba's direct kernels (depthwise / small-group convolution, pooling):
   :mod:`numba_kernels`;
@@ -25,7 +27,7 @@ Where the code lives:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -33,12 +35,21 @@ from miotui.execute import numba_kernels, reference_ops
 from miotui.execute.blas import BLAS_CORETYPE_SET, BlasThreads, blas_info
 from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_names, run_conv
 from miotui.execute.conv_geometry import CHUNK_BYTES, ConvGeometry, conv_geometry
+from miotui.execute.reference_layers import (
+    LAYER_TYPES,
+    layer_engine,
+    layer_make_inputs,
+    layer_peak_bytes,
+    layer_tensor_names,
+    prepare_layer,
+    run_layer_reference,
+)
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
 from miotui.execute.threads import THREADS, CancelFlag, Cancelled, release_workspace, shutdown_threads
 from miotui.problems import ConvProblem, FusionProblem, Problem
 
 __all__ = [
-    "Cancelled", "ReferenceUnsupported", "make_inputs", "run_reference", "peak_bytes",
+    "Cancelled", "ReferenceUnsupported", "make_inputs", "run_reference", "prepare", "peak_bytes",
     "tensor_names", "engine_used", "compute_dtype", "round_to_dtype", "storage_dtype", "uniform", "blas_info",
     "BLAS_CORETYPE_SET", "CHUNK_BYTES", "THREADS", "ConvGeometry", "conv_geometry", "run_conv", "conv_peak_bytes",
     "shutdown_threads", "release_workspace",
@@ -57,6 +68,8 @@ def tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """
     if isinstance(problem, ConvProblem):
         return conv_tensor_names(problem)
+    if isinstance(problem, LAYER_TYPES):
+        return layer_tensor_names(problem)
     return reference_ops.tensor_names(problem)
 
 
@@ -70,20 +83,33 @@ def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     """
     if isinstance(problem, ConvProblem):
         return conv_make_inputs(problem, seed)
+    if isinstance(problem, LAYER_TYPES):
+        return layer_make_inputs(problem, seed)
     return reference_ops.make_inputs(problem, seed)
+
+
+def prepare(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+            cancel: Optional[CancelFlag] = None) -> Optional[Any]:
+    """Untimed work a backend's timed calls may start from (pass it to :func:`run_reference`
+    as ``saved``): an RNN backward pass's forward, kept as MIOpen keeps its reserve space.
+    None for the other layers."""
+    if isinstance(problem, LAYER_TYPES):
+        return prepare_layer(problem, inputs, precision, cancel)
+    return None
 
 
 def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
                   cancel: Optional[CancelFlag] = None, engine: str = "numpy",
-                  chunk_bytes: Optional[int] = None) -> dict[str, np.ndarray]:
+                  chunk_bytes: Optional[int] = None, saved: Optional[Any] = None) -> dict[str, np.ndarray]:
     """Compute a problem's outputs from ``inputs`` (see :func:`tensor_names`).
 
     precision: ``"fp32"`` computes as MIOpenDriver does (float32; int8 conv exactly,
     returned as int32); ``"fp64"`` computes everything in float64 (the verification
     reference).  engine: ``"numpy"``, or ``"numba"`` to use the direct kernels where
     they apply (depthwise/small-group conv, pooling) and numpy elsewhere; without numba
-    installed it is numpy throughout.  Raises :class:`Cancelled` when ``cancel`` is set
-    (checked between chunks) and :class:`ReferenceUnsupported` for what it cannot run.
+    installed it is numpy throughout.  ``saved``: what :func:`prepare` returned for these
+    inputs in this precision.  Raises :class:`Cancelled` when ``cancel`` is set (checked
+    between chunks) and :class:`ReferenceUnsupported` for what it cannot run.
     """
     if engine not in ("numpy", "numba"):
         raise ValueError(f"engine must be numpy or numba, got {engine!r}")
@@ -91,6 +117,8 @@ def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision:
     if isinstance(problem, ConvProblem):
         return run_conv(problem, inputs, precision=precision, cancel=cancel, engine=engine,
                         chunk_bytes=chunk_bytes)
+    if isinstance(problem, LAYER_TYPES):
+        return run_layer_reference(problem, inputs, precision, cancel, saved)
     return reference_ops.run_op(problem, inputs, precision=precision, cancel=cancel, engine=engine,
                                 chunk_bytes=chunk_bytes)
 
@@ -103,6 +131,8 @@ def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[
     """
     if isinstance(problem, ConvProblem):
         return conv_peak_bytes(problem, precision, chunk_bytes)
+    if isinstance(problem, LAYER_TYPES):
+        return layer_peak_bytes(problem, precision)
     return reference_ops.peak_bytes(problem, precision, chunk_bytes)
 
 
@@ -121,4 +151,6 @@ def engine_used(problem: Problem, engine: str = "numpy") -> str:
         return "numpy im2col+GEMM"
     if isinstance(problem, FusionProblem):
         return "numpy, fusion run as its parts"
+    if isinstance(problem, LAYER_TYPES):
+        return layer_engine(problem)
     return reference_ops.engine_used(problem, engine)

@@ -39,9 +39,16 @@ class NumpyBackend(Backend):
         from miotui.execute import reference
         return reference.engine_used(problem, self.engine)
 
+    def prepare(self, problem: Problem, inputs: dict[str, Any]) -> Any:
+        """The inputs, and what the timed calls start from (an RNN backward's forward)."""
+        from miotui.execute import reference
+        return inputs, reference.prepare(problem, inputs, precision="fp32")
+
     def run(self, problem: Problem, prepared: Any, cancel: Any) -> Any:
         from miotui.execute import reference
-        return reference.run_reference(problem, prepared, precision="fp32", cancel=cancel, engine=self.engine)
+        inputs, saved = prepared
+        return reference.run_reference(problem, inputs, precision="fp32", cancel=cancel, engine=self.engine,
+                                       saved=saved)
 
 
 class NumbaBackend(NumpyBackend):

@@ -267,11 +267,15 @@ def _timed_result(backend: Backend, problem: Problem, settings: RunSettings, tim
 
 
 def dump_tensors(directory: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> tuple[str, ...]:
-    """Write every tensor as ``<MIOpen name>.npy`` (x.npy, w.npy, y.npy, dy.npy, ...)."""
+    """Write every tensor as ``<MIOpen name>.npy`` (x.npy, w.npy, y.npy, dy.npy, ...).
+
+    A buffer that is both read and written (a reduction's ``y`` with beta, batch norm's
+    running averages) keeps its input as ``<name>_in.npy``, so neither overwrites the other."""
     import numpy as np
     os.makedirs(directory, exist_ok=True)
     paths = []
-    for name, arr in list(inputs.items()) + list(outputs.items()):
+    named = [(f"{k}_in" if k in outputs else k, v) for k, v in inputs.items()] + list(outputs.items())
+    for name, arr in named:
         safe = "".join(ch for ch in name if ch.isalnum() or ch in "_-") or "tensor"
         path = os.path.join(directory, f"{safe}.npy")
         np.save(path, np.asarray(arr))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from miotui.execute.protocol import Backend
 from miotui.execute.threads import Cancelled
-from miotui.execute.torch_ops import torch_run
+from miotui.execute.torch_ops import torch_describe, torch_prepare, torch_run
 from miotui.problems import BatchNormProblem, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,11 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class TorchInputs:
-    """Prepared torch tensors, and whether they had to be upcast to float32."""
+    """Prepared torch tensors, whether they had to be upcast to float32, and what the layer
+    set up ahead of its timed calls (:func:`miotui.execute.torch_ops.torch_prepare`)."""
 
     def __init__(self, tensors: dict[str, Any]):
         self.tensors = tensors
         self.upcast: str | bool = False
+        self.state: dict[str, Any] = {}
 
 
 class TorchBackend(Backend):
@@ -90,7 +92,7 @@ class TorchBackend(Backend):
         dt = str(self._dtype(problem)).replace("torch.", "")
         if dt == "float32" and self.device == "cuda":
             dt += " (TF32 off)"
-        return f"torch {torch.__version__} {self.device_name()} {dt}"
+        return f"torch {torch.__version__} {self.device_name()} {dt}{torch_describe(problem)}"
 
     def prepare(self, problem: Problem, inputs: dict[str, "np.ndarray"]) -> Any:
         """Torch copies of the inputs on the device, in the problem's dtype (batch-norm
@@ -108,16 +110,23 @@ class TorchBackend(Backend):
             if t.is_floating_point():
                 t = t.to(dtype=dt if name in ("x", "dy", "w") else pdt)
             out[name] = t.to(self.device)
-        return TorchInputs(out)
+        prepared = TorchInputs(out)
+        self._with_upcast(prepared, lambda: torch_prepare(problem, prepared.tensors, prepared.state))
+        return prepared
 
     def run(self, problem: Problem, prepared: Any, cancel: Any) -> Any:
         """One call; if torch has no kernel for the low-precision dtype on this device
         (some CPU ops lack fp16), the run continues in float32 and says so."""
+        return self._with_upcast(prepared, lambda: torch_run(problem, prepared.tensors, prepared.state))
+
+    def _with_upcast(self, prepared: TorchInputs, call: Callable[[], Any]) -> Any:
+        """``call()`` without gradients; once, on a missing fp16/bf16 kernel, again with the
+        tensors in float32 (what the layer set up is dropped: it is rebuilt in float32)."""
         import torch
         with torch.no_grad():
             if not prepared.upcast:
                 try:
-                    return torch_run(problem, prepared.tensors)
+                    return call()
                 except (RuntimeError, NotImplementedError) as e:
                     if not any(t.dtype in (torch.float16, torch.bfloat16) for t in prepared.tensors.values()):
                         raise
@@ -126,7 +135,8 @@ class TorchBackend(Backend):
                                        "computed in float32")
                     prepared.tensors = {k: (v.float() if v.is_floating_point() else v)
                                         for k, v in prepared.tensors.items()}
-            return torch_run(problem, prepared.tensors)
+                    prepared.state.clear()
+            return call()
 
     def note(self, prepared: Any) -> str:
         return prepared.upcast or ""

@@ -9,17 +9,22 @@ imports this module at start-up.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
+from miotui.execute.torch_norm import torch_groupnorm, torch_layernorm, torch_reduce
 from miotui.problems import (
     FUSION_ACTIV_MODES,
     ActivationProblem,
     BatchNormProblem,
     ConvProblem,
     FusionProblem,
+    GroupNormProblem,
+    LayerNormProblem,
     LRNProblem,
     PoolProblem,
     Problem,
+    ReduceProblem,
+    RNNProblem,
     SoftmaxProblem,
 )
 
@@ -302,8 +307,22 @@ def torch_softmax(p: SoftmaxProblem, t: dict[str, Any]) -> dict[str, Any]:
     return {"dx": (p.alpha * dx).reshape(shape)}
 
 
-def torch_run(problem: Problem, t: dict[str, Any]) -> dict[str, Any]:
-    """Dispatch one problem to its torch implementation (inputs/outputs by MIOpen name)."""
+def torch_run(problem: Problem, t: dict[str, Any], state: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Dispatch one problem to its torch implementation (inputs/outputs by MIOpen name).
+
+    ``state`` is what :func:`torch_prepare` set up for the layer (an RNN's module and,
+    backward, its forward graph); without it an RNN sets itself up on this call."""
+    if isinstance(problem, RNNProblem):
+        from miotui.execute.torch_rnn import torch_rnn  # brings numpy: only when an RNN runs
+        return torch_rnn(problem, t, state)
+    # an if-chain, not a table: functions are looked up when called (tests replace one to
+    # check that the comparison can fail)
+    if isinstance(problem, LayerNormProblem):
+        return torch_layernorm(problem, t)
+    if isinstance(problem, GroupNormProblem):
+        return torch_groupnorm(problem, t)
+    if isinstance(problem, ReduceProblem):
+        return torch_reduce(problem, t)
     if isinstance(problem, ConvProblem):
         return torch_conv(problem, t)
     if isinstance(problem, PoolProblem):
@@ -319,6 +338,27 @@ def torch_run(problem: Problem, t: dict[str, Any]) -> dict[str, Any]:
     if isinstance(problem, FusionProblem):
         return torch_fusion(problem, t)
     raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}")
+
+
+def torch_describe(problem: Problem) -> str:
+    """What a result's engine should add about how torch ran the layer ("" for most)."""
+    if not isinstance(problem, RNNProblem):
+        return ""
+    parts = [f"nn.{ {'lstm': 'LSTM', 'gru': 'GRU'}.get(problem.mode, 'RNN') }"]
+    if problem.input_mode == "skip":
+        parts.append("skip input as identity input matrices")
+    if problem.direction != "fwd":
+        parts.append("backward timed over a forward graph built before timing")
+    return " (" + "; ".join(parts) + ")"
+
+
+def torch_prepare(problem: Problem, t: dict[str, Any], state: dict[str, Any]) -> None:
+    """Untimed set-up before the timed calls: an RNN's module with MIOpen's parameters
+    loaded and, for a backward pass, its forward graph (MIOpen's backward likewise starts
+    from the reserve space of a forward call it does not time)."""
+    if isinstance(problem, RNNProblem):
+        from miotui.execute.torch_rnn import torch_rnn_prepare
+        torch_rnn_prepare(problem, t, state)
 
 
 def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
@@ -342,5 +382,4 @@ def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
                                   p.activ_alpha, p.activ_beta, p.activ_gamma)
         h = torch_activation(activ, {"x": h})["y"]
     return {"y": h}
-
 

@@ -14,6 +14,12 @@ tolerance (``miopen_formats.md`` §6.2-6.3, ``driver/*_driver.hpp``):
 * activation and CBAInfer fusion: every element within 80 machine epsilons of the
   data type, absolutely or relatively.
 * LRN: rms_range 1.5e-4 forward, 6e-5 backward.  Softmax: rms_range 5e-2 fp16, else 1e-3.
+* RNN (``rnn_driver.hpp``, ``rnn_seq_driver.hpp``): rms_range per output (y, hy, cy;
+  dx, dhx, dcx; dw) against 1e-6 for 4-byte data, 5e-2 otherwise.
+* layer norm, add / T5 layer norm, group norm: rms_range per output (y, mean, rstd;
+  dx, dw, db) against 1.5e-6 fp32, 8.2e-3 fp16, x8 for bf16.
+* reduce: rms_range 1.5e-4, x4 fp16, x12 for an fp32 norm2; the indices must match
+  exactly (``reduce_driver.hpp``).
 
 One deliberate addition: a backward-weights result sums N*Ho*Wo products per weight,
 up to 1e5 on real layers, and its rounding error grows with that length (the notes
@@ -33,13 +39,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from miotui.problems import (
+    REDUCE_OPS,
     ActivationProblem,
     BatchNormProblem,
     ConvProblem,
     FusionProblem,
+    GroupNormProblem,
+    LayerNormProblem,
     LRNProblem,
     PoolProblem,
     Problem,
+    ReduceProblem,
+    RNNProblem,
     SoftmaxProblem,
 )
 
@@ -211,7 +222,70 @@ def tolerance_for(problem: Problem, algorithm: Optional[str] = None) -> tuple[fl
     if isinstance(problem, SoftmaxProblem):
         tol = 5e-2 if dt == "fp16" else 1e-3
         return tol, f"rms_range {tol:g} for {dt} softmax (softmax_driver: 5e-2 for half, else 1e-3)"
+    if isinstance(problem, RNNProblem):
+        return _rnn_tolerance(dt)
+    if isinstance(problem, (LayerNormProblem, GroupNormProblem)):
+        return _norm_tolerance(problem.op, dt)
+    if isinstance(problem, ReduceProblem):
+        return _reduce_tolerance(problem)
     raise TypeError(f"no tolerance for {type(problem).__name__}")
+
+
+def _rnn_tolerance(dt: str) -> tuple[float, str]:
+    src = "rnn_driver VerifyForward/VerifyBackward: 1e-6 when the data is 4 bytes, else 5e-2"
+    if dt in ("fp32", "unknown", "int32"):
+        return 1e-6, f"rms_range 1e-6 per output for fp32 RNN ({src})"
+    if dt == "fp64":
+        return 1e-6, f"rms_range 1e-6 per output: MIOpenDriver has no fp64 RNN, fp32's is used ({src})"
+    return 5e-2, f"rms_range 5e-2 per output for {dt} RNN ({src})"
+
+
+def _norm_tolerance(op: str, dt: str) -> tuple[float, str]:
+    src = f"{op}_driver GetTolerance: 1.5e-6 for float, else 8.2e-3, x8 for bfloat16"
+    if dt in ("fp32", "unknown", "int32"):
+        return 1.5e-6, f"rms_range 1.5e-6 per output for fp32 {op} ({src})"
+    if dt == "fp64":
+        return 1.5e-6, f"rms_range 1.5e-6 per output: MIOpenDriver has no fp64 {op}, fp32's is used ({src})"
+    if dt == "bf16":
+        return 8.2e-3 * 8, f"rms_range 6.56e-2 per output for bf16 {op} ({src})"
+    return 8.2e-3, f"rms_range 8.2e-3 per output for {dt} {op} ({src})"
+
+
+def _reduce_tolerance(p: ReduceProblem) -> tuple[float, str]:
+    tol = 1.5e-4
+    parts = ["rms_range 1.5e-4 (reduce_driver VerifyForward)"]
+    if p.dtype == "fp16":
+        tol *= 4
+        parts.append("x4 for half")
+    if p.dtype == "bf16":
+        tol *= 32
+        parts.append("MIOpenDriver has no bf16 reduce: half's x4, and x8 for bfloat16's 3 fewer mantissa bits "
+                     "(as the layer-norm drivers scale it)")
+    if p.dtype in ("fp32", "unknown") and REDUCE_OPS[p.reduce_op] == "norm2":
+        tol *= 12
+        parts.append("x12 for a float norm2")
+    if p.indices:
+        parts.append("the indices must match exactly")
+    return tol, "; ".join(parts)
+
+
+#: smallest normal number of each output type: a product of many numbers below 1 (a
+#: reduction's mul) underflows there, and below it the comparison is of rounding to 0
+_SMALLEST_NORMAL = {"fp16": 2.0 ** -14, "fp64": 2.0 ** -1022}
+
+
+def _underflow_floor(problem: Problem) -> Optional[float]:
+    """For a product reduction, the magnitude below which values are compared as 0; None
+    for everything else.  MIOpenDriver's own check (an fp32 host product against the
+    device's) would fail on such values as well."""
+    if isinstance(problem, ReduceProblem) and REDUCE_OPS[problem.reduce_op] == "mul":
+        return _SMALLEST_NORMAL.get(problem.dtype, 2.0 ** -126)
+    return None
+
+
+def _exact(problem: Problem, name: str) -> bool:
+    """Outputs MIOpenDriver requires to match exactly (a reduction's indices)."""
+    return isinstance(problem, ReduceProblem) and name == "indices"
 
 
 def _metric(problem: Problem) -> str:
@@ -227,6 +301,7 @@ _METRIC_TEXT = {
     "max_abs": "max |out-ref| per element",
     "rms": "RMS of out-ref (not normalised)",
     "elementwise": "worst element by MIOpen's rule (fails if both |out-ref| and |out-ref|/|ref| exceed tol)",
+    "mismatches": "elements that differ (must be 0)",
 }
 
 
@@ -250,6 +325,9 @@ def _compare_one(name: str, metric: str, tol: float, ref: Any, out: Any) -> _One
     if r.size == 0:
         return _One(name, 0.0, 0.0, 0.0, 0.0, True)
     finite = bool(np.all(np.isfinite(o))) and bool(np.all(np.isfinite(r)))
+    if metric == "mismatches":
+        wrong = float(np.count_nonzero(r != o))
+        return _One(name, float(np.max(np.abs(r - o))), 0.0, rms_range(r, o), wrong, finite)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         d = np.abs(o - r)
         max_abs = float(np.max(d)) if finite else math.inf
@@ -277,11 +355,24 @@ def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
     ok is False when an output is missing, has another size, or holds NaN/inf."""
     tol, why = tolerance_for(problem, algorithm)
     metric = _metric(problem)
+    floor = _underflow_floor(problem)
+    if floor is not None:
+        import numpy as np
+        ref = {k: np.where(np.abs(_as_f64(v)) < floor, 0.0, _as_f64(v)) for k, v in ref.items()}
+        out = {k: np.where(np.abs(_as_f64(v)) < floor, 0.0, _as_f64(v)) for k, v in out.items()}
+        why += f"; values below {floor:.3g} (the smallest normal {problem.dtype} number) compared as 0"
     results: list[_One] = []
     problems: list[str] = []
+    exact: list[_One] = []
     for name in ref:
         if name not in out:
             problems.append(f"output {name!r} missing")
+            continue
+        if _exact(problem, name):
+            one = _compare_one(name, "mismatches", 0.0, ref[name], out[name])
+            exact.append(one)
+            if one.note:
+                problems.append(one.note)
             continue
         one = _compare_one(name, metric, tol, ref[name], out[name])
         results.append(one)
@@ -297,10 +388,14 @@ def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
     ok = not problems and all(math.isfinite(o.error) and o.error <= tol for o in results)
     per = ", ".join(f"{o.name} {o.error:.3g}" for o in results)
     verdict = "<=" if ok else ">"
+    exact_text = "".join(f" {o.name}: {o.error:.0f} elements differ (must be 0)." for o in exact)
     how = (f"{_METRIC_TEXT[metric]} vs a float64 reference: {per} "
-           f"{verdict} tolerance {tol:.3g}. Tolerance: {why}. "
+           f"{verdict} tolerance {tol:.3g}.{exact_text} Tolerance: {why}. "
            f"max |diff| {max(o.max_abs for o in results):.3g}, max relative diff "
            f"{max(o.max_rel for o in results):.3g} (relative to max(|ref|, 1e-3 x max|ref|)).")
+    wrong = [o for o in exact if o.error > 0]
+    if wrong and ok:   # the values pass but an output that must match exactly does not: report it
+        ok, metric, error, tol = False, "mismatches", wrong[0].error, 0.0
     if problems:
         how = "; ".join(problems) + ". " + how
     return Verification(
