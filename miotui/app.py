@@ -384,7 +384,7 @@ class MiotuiApp(App):
 
     # ------------------------------------------------------------------ runs
 
-    def _settings(self, **kw: Any) -> Any:
+    def run_settings(self, **kw: Any) -> Any:
         from miotui.execute.backends import RunSettings
         return RunSettings(driver_path=self.driver_path, launcher=self.launcher, **kw)
 
@@ -392,7 +392,7 @@ class MiotuiApp(App):
         """``r``: a fresh measurement on the default reference (never a cached result)."""
         snap = self.model.snapshot(layer_id)
         if snap is not None:
-            self._submit(self.runs.request(layer_id, snap.problem, ("auto",), self._settings(), label="reference"))
+            self.submit_run(self.runs.request(layer_id, snap.problem, ("auto",), self.run_settings(), label="reference"))
 
     def choose_and_run(self, layer_id: int) -> None:
         from miotui.screens.dialogs import RunChoice, RunChooserScreen
@@ -404,13 +404,13 @@ class MiotuiApp(App):
         def chosen(choice: Optional[RunChoice]) -> None:
             if choice is None:
                 return
-            settings = self._settings(iters=choice.iters, batch=choice.batch)
+            settings = self.run_settings(iters=choice.iters, batch=choice.batch)
             if choice.backend == "miopen-driver":
                 self.launch_driver(layer_id, settings=settings)
                 return
             backends = ALL if choice.backend == "all" else (choice.backend,)
             label = "all backends" if choice.backend == "all" else choice.backend
-            self._submit(self.runs.request(layer_id, p, backends, settings, label=label))
+            self.submit_run(self.runs.request(layer_id, p, backends, settings, label=label))
 
         self.push_screen(RunChooserScreen(f"layer {layer_id}: {p.op} {p.direction} {p.dtype}", p.input_shape[0]),
                          chosen)
@@ -419,13 +419,13 @@ class MiotuiApp(App):
         snap = self.model.snapshot(layer_id)
         if snap is None:
             return
-        req = self.runs.request(layer_id, snap.problem, ("miopen-driver",), settings or self._settings(),
+        req = self.runs.request(layer_id, snap.problem, ("miopen-driver",), settings or self.run_settings(),
                                 kind="driver", label="MIOpenDriver")
         self.push_screen(DriverScreen(layer_id, snap.driver_command or "(no MIOpenDriver command for this layer)",
                                       req))
-        self._submit(req)
+        self.submit_run(req)
 
-    def _submit(self, req: RunRequest) -> None:
+    def submit_run(self, req: RunRequest) -> None:
         start = self.runs.submit(req)
         self.layers_screen.table.set_result(req.layer_id, pending_summary("queued", req.label))
         if start:

@@ -49,11 +49,11 @@ class DetailScreen(Screen):
         with VerticalScroll(id="detail-scroll"):
             yield Static(id="detail-title")
             yield Static(id="detail-command")
-            yield Static(id="detail-fields")
-            yield Static(id="detail-warnings")
-            yield Static(id="detail-compare")
             yield Static(id="detail-state")
+            yield Static(id="detail-compare")
             yield Static(id="detail-runs")
+            yield Static(id="detail-warnings")
+            yield Static(id="detail-fields")
             yield Static(id="detail-env")
             yield Static(id="detail-raw")
         yield Footer()
@@ -96,7 +96,7 @@ class DetailScreen(Screen):
         history = runs.history(self.layer_id)
         state, progress = runs.state(self.layer_id), runs.progress(self.layer_id)
         key = (id(snap), len(history), id(history[-1]) if history else None, state, progress,
-               self.reference_bytes, id(model.job_env))
+               self.reference_bytes, id(model.job_env), self.size.width >= 110)
         if not force and key == self._last_key:
             return
         state_changed = self._last_key is None or self._last_key[3] != state
@@ -116,7 +116,8 @@ class DetailScreen(Screen):
         cmd.append(visible(snap.driver_command) or "(MIOpenDriver cannot express this layer; see warnings)",
                    style="bold green" if snap.driver_command else "yellow")
         self.query_one("#detail-command", Static).update(cmd)
-        self.query_one("#detail-fields", Static).update(view.fields_grid(snap, self.reference_bytes))
+        self.query_one("#detail-fields", Static).update(
+            view.fields_grid(snap, self.reference_bytes, side_by_side=self.size.width >= 110))
         self.query_one("#detail-warnings", Static).update(view.warnings_text(snap.warnings))
         results = runs.results(self.layer_id)
         self.query_one("#detail-compare", Static).update(view.comparison_text(snap, results))
@@ -129,6 +130,9 @@ class DetailScreen(Screen):
         self.query_one("#detail-raw", Static).update(view.raw_text(snap.raw))
         if state_changed:
             self.refresh_bindings()
+
+    def on_resize(self) -> None:
+        self.refresh_content()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
         if action == "cancel_run":

@@ -87,7 +87,7 @@ def choice_table(snap: Any) -> Table:
     return kv_table("MIOpen's choice", choice)
 
 
-def fields_grid(snap: Any, reference_bytes: Optional[int]) -> Table:
+def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = True) -> Table:
     p = snap.problem
     fields = kv_table("Fields", [(k, "x".join(map(str, v)) if isinstance(v, list) else v)
                                  for k, v in p.to_dict().items()])
@@ -103,7 +103,12 @@ def fields_grid(snap: Any, reference_bytes: Optional[int]) -> Table:
     right.add_row(Text(""))
     right.add_row(choice_table(snap))
     grid = Table.grid(padding=(0, 4))
-    grid.add_row(fields, right)
+    if side_by_side:
+        grid.add_row(fields, right)
+    else:                       # a narrow terminal: one column, nothing folded
+        grid.add_row(right)
+        grid.add_row(Text(""))
+        grid.add_row(fields)
     return grid
 
 

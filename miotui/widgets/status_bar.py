@@ -84,6 +84,9 @@ class StatusBar(Horizontal):
             if any(w in info.follow_state for w in ("truncated", "rotated", "deleted", "waiting", "error")):
                 style = "bold yellow"
             t.append(f"[{visible(info.follow_state)}] ", style=style)
+        if info.run:                  # a run in progress matters more than the byte count
+            t.append(visible(info.run), style="italic")
+            t.append(" · ")
         t.append(f"{units.size(info.bytes)} · {info.lines:,} lines")
         if info.lines_per_s >= 1:
             t.append(f" · {info.lines_per_s:,.0f} lines/s")
@@ -93,9 +96,6 @@ class StatusBar(Horizontal):
         if info.job:
             t.append(" · ")
             t.append(visible(info.job), style="green" if info.job_ok else ("red" if info.job_ok is False else ""))
-        if info.run:
-            t.append(" · ")
-            t.append(visible(info.run), style="italic")
         if info.event:
             t.append(" · ")
             t.append(visible(info.event),
