@@ -38,7 +38,7 @@ class LogPane(Vertical):
 
     def __init__(self, *, id: Optional[str] = None) -> None:
         super().__init__(id=id)
-        self._contexts: dict[str, Any] = {}
+        self._readers: dict[str, Any] = {}
         self.title = ""
         self.layer_id: Optional[int] = None
 
@@ -53,14 +53,14 @@ class LogPane(Vertical):
         return self.query_one(LogView)
 
     def _reader_for(self, path: str) -> Any:
-        ctx = self._contexts.get(path)
+        ctx = self._readers.get(path)
         if ctx is None:
             from miotui.logs.context import LogContext
             ctx = LogContext(path)
-            self._contexts[path] = ctx
-            while len(self._contexts) > CONTEXTS_KEPT:
-                oldest = next(iter(self._contexts))
-                self._contexts.pop(oldest).close()
+            self._readers[path] = ctx
+            while len(self._readers) > CONTEXTS_KEPT:
+                oldest = next(iter(self._readers))
+                self._readers.pop(oldest).close()
         return ctx
 
     def show_layer(self, snapshot: Any, default_path: str) -> None:
@@ -94,9 +94,9 @@ class LogPane(Vertical):
         self.view.grew()
 
     def close_all(self) -> None:
-        for ctx in self._contexts.values():
+        for ctx in self._readers.values():
             ctx.close()
-        self._contexts.clear()
+        self._readers.clear()
 
     def _header(self) -> None:
         v = self.view

@@ -180,6 +180,11 @@ class LogView(ScrollView, can_focus=True):
         message.stop()
         if message.generation != self._generation:
             return
+        if message.known > self.known and self.known:
+            # the last block was read while its lines were still being written
+            for b in [b for b in self._blocks.keys() if b >= self._block_of(self.known)]:
+                if b not in message.blocks:
+                    self._blocks.discard(b)
         for b, lines in message.blocks.items():
             self._asked.discard(b)
             self._blocks[b] = lines
@@ -202,7 +207,11 @@ class LogView(ScrollView, can_focus=True):
         """Put ``line`` near the top (a few lines of context above it)."""
         self._pending_jump = None
         self._stick = False
-        self.scroll_to(y=max(0, line - 1 - CONTEXT_ABOVE), animate=False, immediate=True)
+        top = max(0, line - 1 - CONTEXT_ABOVE)
+        self.scroll_to(y=top, animate=False, immediate=True)
+        if round(self.scroll_y) != top:
+            # just shown: no size yet, so the scroll was clamped; again once laid out
+            self.call_after_refresh(self.scroll_to, y=top, animate=False, immediate=True)
         self.refresh()
 
     def goto(self, line: int) -> None:
