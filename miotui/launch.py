@@ -1,20 +1,25 @@
 """Starting and ending the app from the command line: paths and stdin, the keymap and the
 remembered theme, ``--check-config``, and the signals that end it.
 
-Why a watchdog on SIGHUP/SIGTERM: closing the terminal (SIGHUP) or ``kill`` (SIGTERM)
-must end miotui, always.  The handler asks the event loop to exit (from a helper
-thread: a signal interrupts the loop's own thread, possibly inside a lock), stops the
-demo's writer at once, and starts a watchdog: when the process is still alive
-``EXIT_GRACE_S`` later (seen: Textual's driver blocked in its shutdown writing to a
-terminal that is gone, so the process ignored every later SIGTERM and the demo kept
-writing its temporary log), it restores the terminal as far as it can and leaves with
-``os._exit``.  A second signal leaves at once.
+Why signals are handled by a thread of their own: closing the terminal (SIGHUP) or
+``kill`` (SIGTERM) must end miotui, always.  A Python signal handler runs only when the
+main thread next executes Python code, and seen in practice: the main thread blocked
+in Textual's driver shutdown (its writer thread gone with the terminal), or the handler
+itself deadlocked starting a thread while the main thread held a threading lock; the
+process then ignored every later SIGTERM and the demo kept writing its temporary log.
+So the C-level handler only writes the signal's number to a pipe
+(``signal.set_wakeup_fd``, from whichever thread the kernel picked), and a thread
+started beforehand, blocked on that pipe, does the work: it stops the demo's writer,
+asks the event loop to exit, and when the process is still alive ``EXIT_GRACE_S``
+later, restores the terminal as far as it can and leaves with ``os._exit``.  A second
+signal leaves at once.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import select
 import shlex
 import signal
 import sys
@@ -101,52 +106,87 @@ class _Terminal:
         try:
             out = sys.__stdout__.fileno()
             if os.isatty(out):
-                os.set_blocking(out, False)
-                os.write(out, _RESET)
+                # a descriptor of our own: non-blocking without changing the shell's
+                fd = os.open(os.ttyname(out), os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+                try:
+                    os.write(fd, _RESET)
+                finally:
+                    os.close(fd)
         except (OSError, ValueError, AttributeError):
             pass
         if self.fd is not None and self.attrs is not None:
             try:
                 import termios
                 termios.tcsetattr(self.fd, termios.TCSANOW, self.attrs)
-            except (ImportError, OSError, ValueError):
+            except Exception:  # termios.error (not an OSError) when the terminal is gone
                 pass
 
 
-def install_exit_signals(app: Any, replay: Any, terminal: _Terminal) -> None:
-    """SIGHUP and SIGTERM end the app: cleanly when it can, within ``EXIT_GRACE_S`` always."""
-    fired: list[int] = []
+class ExitGuard:
+    """Ends the app on SIGHUP/SIGTERM, cleanly when it can, within ``EXIT_GRACE_S`` always."""
 
-    def leave(code: int) -> None:
-        terminal.restore()
-        os._exit(code)
+    SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
-    def watchdog(code: int) -> None:
-        time.sleep(EXIT_GRACE_S)
-        leave(code)
+    def __init__(self, app: Any, replay: Any, terminal: _Terminal) -> None:
+        self.app = app
+        self.replay = replay
+        self.terminal = terminal
+        self._read, write = os.pipe()
+        os.set_blocking(write, False)
+        self._write = write
 
-    def handler(signum: int, frame: Any) -> None:
-        code = 128 + signum
-        if fired:
-            leave(code)      # a second signal: no more waiting
-        fired.append(signum)
-        if replay is not None:
-            threading.Thread(target=replay.cleanup, name="miotui-demo-stop", daemon=True).start()
-
-        def request_exit() -> None:
-            try:
-                app.call_from_thread(app.exit, code)
-            except Exception:  # the app is already gone or going
-                pass
-
-        threading.Thread(target=request_exit, name="miotui-signal", daemon=True).start()
-        threading.Thread(target=watchdog, args=(code,), name="miotui-watchdog", daemon=True).start()
-
-    for sig in (signal.SIGHUP, signal.SIGTERM):
+    def install(self) -> bool:
+        """From the main thread, before the app starts its threads."""
         try:
-            signal.signal(sig, handler)
-        except (ValueError, OSError):  # not the main thread, or no such signal here
+            signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+            for sig in self.SIGNALS:
+                signal.signal(sig, self._ignore_here)
+        except (ValueError, OSError):  # not the main thread
+            return False
+        threading.Thread(target=self._watch, name="miotui-signals", daemon=True).start()
+        return True
+
+    @staticmethod
+    def _ignore_here(signum: int, frame: Any) -> None:
+        """The Python-level handler: nothing to do, the watching thread was woken already."""
+
+    def _watch(self) -> None:
+        fired: Optional[int] = None
+        deadline = float("inf")
+        while True:
+            timeout = None if fired is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._read], [], [], timeout)
+            if not ready:
+                self._leave(128 + (fired or signal.SIGTERM))       # the grace is over
+            got = [b for b in os.read(self._read, 64) if b in self.SIGNALS]
+            if not got:
+                continue                       # another signal's wake-up byte (SIGWINCH ...)
+            if fired is not None:
+                self._leave(128 + got[0])      # a second signal: no more waiting
+            fired = got[0]
+            deadline = time.monotonic() + EXIT_GRACE_S
+            if self.replay is not None:
+                threading.Thread(target=self.replay.cleanup, name="miotui-demo-stop", daemon=True).start()
+            threading.Thread(target=self._request_exit, args=(128 + fired,), name="miotui-exit",
+                             daemon=True).start()
+
+    def _request_exit(self, code: int) -> None:
+        try:
+            self.app.call_from_thread(self.app.exit, return_code=code)
+        except Exception:  # the app is already gone or going
             pass
+
+    def _leave(self, code: int) -> None:
+        try:
+            if self.replay is not None:
+                self.replay.stop(0.1)
+                os.unlink(self.replay.path)
+        except Exception:
+            pass
+        try:
+            self.terminal.restore()
+        finally:
+            os._exit(code)
 
 
 def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], driver: Optional[str] = None,
@@ -172,7 +212,7 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
     replay = None
     if demo:
         from miotui.demo import DemoReplay
-        replay = DemoReplay().start()
+        replay = DemoReplay()          # started once the signals are handled (below)
         paths, follow = [replay.path], True
     from miotui.app import MiotuiApp
     from miotui.config import load_theme, settings_path
@@ -182,7 +222,9 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
                     config_problems=problems)
     if keymap.keys:
         app.set_keymap(keymap.keys)
-    install_exit_signals(app, replay, _Terminal())
+    ExitGuard(app, replay, _Terminal()).install()
+    if replay is not None:
+        replay.start()
     try:
         app.run()
     finally:
