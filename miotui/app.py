@@ -392,7 +392,8 @@ class MiotuiApp(App):
         """``r``: a fresh measurement on the default reference (never a cached result)."""
         snap = self.model.snapshot(layer_id)
         if snap is not None:
-            self.submit_run(self.runs.request(layer_id, snap.problem, ("auto",), self.run_settings(), label="reference"))
+            req = self.runs.request(layer_id, snap.problem, ("auto",), self.run_settings(), label="reference")
+            self.submit_run(req)
 
     def choose_and_run(self, layer_id: int) -> None:
         from miotui.screens.dialogs import RunChoice, RunChooserScreen

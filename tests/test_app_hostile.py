@@ -53,7 +53,8 @@ def hostile_log(path: Path) -> None:
         + f"MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: {HOSTILE} , 0, 0.545735\n"
         + f"MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {HOSTILE}\n"
         + f"epoch 1 {HOSTILE}\n"
-        + "MIOpenDriver conv -n 2 -c 8 -H 16 -W 16 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+        + "MIOpenDriver conv -n 2 -c 8 -H 16 -W 16 -k 8 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 "
+          "-t 1\n"
         + f"MIOpen Forward Conv. Algorithm: 1, Solution: 85/{HOSTILE}\n"
         + f"RunForwardGPU() FAILED, rc = 0x7 {HOSTILE}\n"
         + "Forward Convolution FAILED: 0.257789 > 0.082\n")

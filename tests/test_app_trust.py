@@ -205,7 +205,8 @@ async def test_the_detail_shows_a_running_run_and_says_what_escape_and_x_do(tmp_
         await loaded(pilot, app, 1)
         await pilot.press("r", "enter")
         assert isinstance(app.screen, DetailScreen)
-        await wait_until(pilot, lambda: "Running:" in detail_text(app, "state") and "numpy" in detail_text(app, "state"),
+        await wait_until(pilot, lambda: "Running:" in detail_text(app, "state")
+                         and "numpy" in detail_text(app, "state"),
                          timeout=20, what=lambda: detail_text(app, "state"))
         assert "No run yet" not in detail_text(app, "runs")
         keys = {b.binding.key: b.binding.description for b in app.screen.active_bindings.values()}

@@ -54,7 +54,7 @@ class Column:
     optional: bool = False     # shown only when some row has a value (D, file)
     help: str = ""
     #: 0 always shown; higher numbers appear as the terminal gets wider
-    priority: int = 4
+    priority: int = 5
     #: takes the width left over (the solver name)
     flex: bool = False
     #: stays on screen when the table scrolls right
@@ -70,7 +70,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("dir", "dir", max_width=9, help="direction: fwd, bwd (data), wrw (weights), fwd_train ...",
            priority=0, frozen=True),
     Column("dtype", "dtype", max_width=7, priority=0, frozen=True),
-    Column("layout", "layout", max_width=6, priority=4),
+    Column("layout", "layout", max_width=6, priority=5),
     Column("n", "N", numeric=True, max_width=6, priority=1),
     Column("c", "C", numeric=True, max_width=6, priority=1),
     Column("d", "D", numeric=True, max_width=5, optional=True, priority=2),
@@ -80,17 +80,17 @@ COLUMNS: tuple[Column, ...] = (
     Column("filter", "filter", max_width=8, help="filter / pooling window", priority=1),
     Column("pad", "pad", max_width=7, priority=2),
     Column("stride", "stride", max_width=7, priority=2),
-    Column("dilation", "dil", max_width=7, priority=4),
-    Column("groups", "g", numeric=True, max_width=5, priority=4),
-    Column("mode", "mode", max_width=12, priority=4),
-    Column("output", "output", max_width=16, priority=4),
+    Column("dilation", "dil", max_width=7, priority=5),
+    Column("groups", "g", numeric=True, max_width=5, priority=5),
+    Column("mode", "mode", max_width=12, priority=5),
+    Column("output", "output", max_width=16, priority=5),
     Column("executions", "exec", numeric=True, dynamic=True, max_width=13, priority=0),
-    Column("finds", "find", numeric=True, dynamic=True, max_width=9, priority=3),
-    Column("work", "work", numeric=True, max_width=11, help="FLOPs per call", priority=3),
+    Column("finds", "find", numeric=True, dynamic=True, max_width=9, priority=4),
+    Column("work", "work", numeric=True, max_width=11, help="FLOPs per call", priority=4),
     Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm",
            priority=3, flex=True),
     Column("solver_ms", "MIOpen time", numeric=True, dynamic=True, max_width=11,
-           help="MIOpen's logged time for its chosen solver", priority=3),
+           help="MIOpen's logged time for its chosen solver", priority=4),
     Column("run_ms", "run time", numeric=True, dynamic=True, max_width=9,
            help="last run: median time per call", priority=0),
     Column("rate", "speed", numeric=True, dynamic=True, max_width=12,
@@ -498,9 +498,11 @@ def fit_columns(candidates: Sequence[Column], widths: dict[str, int], width: int
     Columns are taken by priority (table order within one priority) while they fit;
     the first that does not fit ends the choice, so what is shown is always "the most
     important ones", never a scattering of small columns.  Priority 0 is always shown.
-    A ``flex`` column (the solver) then takes the width left over.  ``wide`` shows every
-    column (the table scrolls sideways, the frozen columns staying put)."""
+    A ``flex`` column (the solver) asks for its longest value (up to ``FLEX_MAX``) before
+    less important columns get the rest, and takes what is left over at the end.
+    ``wide`` shows every column (the table scrolls sideways, the frozen columns stay)."""
     out = dict(widths)
+    longest = dict(natural or widths)
     if wide:
         chosen = list(candidates)
     else:
@@ -508,6 +510,14 @@ def fit_columns(candidates: Sequence[Column], widths: dict[str, int], width: int
         keep: set[str] = set()
         for col in sorted(candidates, key=lambda c: c.priority):
             need = widths[col.key] + 1
+            if col.flex:
+                full = max(widths[col.key], min(FLEX_MAX, longest.get(col.key, 0))) + 1
+                if used + full <= width:
+                    out[col.key] = full - 1
+                    need = full
+                elif col.priority > 0 and used + need <= width:
+                    keep.add(col.key)          # squeezed: it takes whatever is left, nothing after it
+                    break
             if col.priority > 0 and used + need > width:
                 break
             keep.add(col.key)
@@ -516,8 +526,7 @@ def fit_columns(candidates: Sequence[Column], widths: dict[str, int], width: int
     used = 1 + sum(out[c.key] + 1 for c in chosen)
     for col in chosen:
         if col.flex and used < width:
-            longest = min(FLEX_MAX, (natural or out).get(col.key, out[col.key]))
-            grow = min(width - used, longest - out[col.key])
+            grow = min(width - used, min(FLEX_MAX, longest.get(col.key, out[col.key])) - out[col.key])
             if grow > 0:
                 out[col.key] += grow
                 used += grow
