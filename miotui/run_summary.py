@@ -108,8 +108,11 @@ def result_line(layer_id: int, result: Any) -> str:
     return " · ".join(parts)
 
 
-def settings_text(settings: Any) -> str:
-    """``10 iterations, 1 warm-up, batch 32`` (the log's batch when not overridden)."""
+def settings_text(settings: Any, short: bool = False) -> str:
+    """``10 iterations, 1 warm-up, batch 32`` (the log's batch when not overridden);
+    ``short``: ``10 it, N=32``."""
+    if short:
+        return f"{settings.iters} it" + (f", N={settings.batch}" if settings.batch is not None else "")
     parts = [f"{settings.iters} iterations", f"{settings.warmup} warm-up"]
     if settings.batch is not None:
         parts.append(f"batch {settings.batch}")

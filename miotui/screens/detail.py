@@ -24,6 +24,9 @@ from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
 
+#: columns from which the detail lays out side by side and shows every run column
+WIDE = 110
+
 
 class DetailScreen(Screen):
     """Everything known about one layer."""
@@ -95,8 +98,9 @@ class DetailScreen(Screen):
         runs = model.runs
         history = runs.history(self.layer_id)
         state, progress = runs.state(self.layer_id), runs.progress(self.layer_id)
+        wide = self.size.width >= WIDE
         key = (id(snap), len(history), id(history[-1]) if history else None, state, progress,
-               self.reference_bytes, id(model.job_env), self.size.width >= 110)
+               self.reference_bytes, id(model.job_env), wide)
         if not force and key == self._last_key:
             return
         state_changed = self._last_key is None or self._last_key[3] != state
@@ -116,20 +120,24 @@ class DetailScreen(Screen):
         cmd.append(visible(snap.driver_command) or "(MIOpenDriver cannot express this layer; see warnings)",
                    style="bold green" if snap.driver_command else "yellow")
         self.query_one("#detail-command", Static).update(cmd)
-        self.query_one("#detail-fields", Static).update(
-            view.fields_grid(snap, self.reference_bytes, side_by_side=self.size.width >= 110))
+        self.query_one("#detail-fields", Static).update(view.fields_grid(snap, self.reference_bytes, side_by_side=wide))
         self.query_one("#detail-warnings", Static).update(view.warnings_text(snap.warnings))
         results = runs.results(self.layer_id)
-        self.query_one("#detail-compare", Static).update(view.comparison_text(snap, results))
-        self.query_one("#detail-state", Static).update(
-            view.run_state_text(state, progress, runs.position(self.layer_id)))
+        self._show("#detail-compare", view.comparison_text(snap, results))
+        self._show("#detail-state", view.run_state_text(state, progress, runs.position(self.layer_id)))
         self.query_one("#detail-runs", Static).update(
-            view.runs_renderable(runs.latest_by_backend(self.layer_id), history, state))
+            view.runs_renderable(runs.latest_by_backend(self.layer_id), history, state, narrow=not wide))
         if model.job_env is not None:
             self.query_one("#detail-env", Static).update(view.env_table(model.job_env, model.job_pid))
         self.query_one("#detail-raw", Static).update(view.raw_text(snap.raw))
         if state_changed:
             self.refresh_bindings()
+
+    def _show(self, selector: str, text: Text) -> None:
+        """Update a section; an empty one takes no room (no blank lines between sections)."""
+        static = self.query_one(selector, Static)
+        static.update(text)
+        static.display = bool(text.plain)
 
     def on_resize(self) -> None:
         self.refresh_content()

@@ -150,9 +150,11 @@ def run_state_text(state: str, progress: str, position: int) -> Text:
     return out
 
 
-def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str) -> Any:
+def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, narrow: bool = False) -> Any:
     """The newest result per backend (with a bar chart when several ran), then every run
-    of this layer with when it ran and its settings."""
+    of this layer with when it ran and its settings.  ``narrow`` (an 80-column terminal)
+    keeps the columns that decide (median, spread, speed, verdict) and moves the rest
+    into each backend's note."""
     if not latest:
         if state:
             return Text("No result yet: the run above is " + state + ".", style="dim")
@@ -160,7 +162,9 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str) -
                     style="dim")
     table = Table(title="Runs (newest per backend)", title_justify="left", title_style="bold", expand=False,
                   padding=(0, 1))
-    for col in ("backend", "verdict", "median", "min–max", "spread", "JIT", "speed", "error ≤ tolerance"):
+    columns = ("backend", "verdict", "median", "spread", "speed") if narrow else \
+        ("backend", "verdict", "median", "min–max", "spread", "JIT", "speed", "error ≤ tolerance")
+    for col in columns:
         table.add_column(col, justify="left" if col in ("backend", "verdict") else "right", no_wrap=True)
     notes: list[Text] = []
     for r in latest:
@@ -175,12 +179,14 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str) -
         span = units.MISSING if r.min_ms is None else f"{units.time_ms(r.min_ms)}–{units.time_ms(r.max_ms)}"
         check = units.MISSING if v is None else \
             f"{units.sci(getattr(v, 'error', v.rms_range))} {'≤' if v.ok else '>'} {units.sci(v.tolerance)}"
-        table.add_row(t(r.backend), vtext, units.time_ms(r.median_ms), span,
-                      Text(spread, style="bold yellow" if r.noisy else ""), units.time_ms(r.jit_ms),
-                      units.throughput(r.problem, r.gflops, r.gbps), check)
+        cells = {"backend": t(r.backend), "verdict": vtext, "median": units.time_ms(r.median_ms), "min–max": span,
+                 "spread": Text(spread, style="bold yellow" if r.noisy else ""), "JIT": units.time_ms(r.jit_ms),
+                 "speed": units.throughput(r.problem, r.gflops, r.gbps), "error ≤ tolerance": check}
+        table.add_row(*(cells[c] for c in columns))
         line = Text(f"{visible(r.backend)}: ", style="bold")
-        parts = [status_text(r) if verdict != "ok" else "", r.engine, r.message if verdict == "ok" else "",
-                 r.note, v.how if v else "",
+        parts = [status_text(r) if verdict != "ok" else "",
+                 f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
+                 r.engine, r.message if verdict == "ok" else "", r.note, v.how if v else "",
                  f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
         line.append(t("; ".join(p for p in parts if p)))
         notes.append(line)
@@ -194,15 +200,17 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str) -
         items.append(bar_chart(timed, width=36, fmt=units.time_ms, title="median time per call (shorter is faster)"))
     if history:
         items.append(Text(""))
-        items.append(history_table(history))
+        items.append(history_table(history, narrow))
     return Group(*items)
 
 
-def history_table(history: Sequence[Any]) -> Table:
+def history_table(history: Sequence[Any], narrow: bool = False) -> Table:
     """Every kept run of the layer, newest first: when, what, how, and the result."""
     table = Table(title=f"Run history ({len(history)})", title_justify="left", title_style="bold",
                   expand=False, padding=(0, 1), box=None, header_style="bold dim")
-    for col in ("when", "backend", "settings", "median", "min–max", "spread", "verdict"):
+    columns = ("when", "backend", "settings", "median", "spread", "verdict") if narrow else \
+        ("when", "backend", "settings", "median", "min–max", "spread", "verdict")
+    for col in columns:
         table.add_column(col, justify="right" if col in ("median", "min–max", "spread") else "left", no_wrap=True)
     for rec in reversed(history):
         r = rec.result
@@ -211,9 +219,11 @@ def history_table(history: Sequence[Any]) -> Table:
         if r.cached:
             vtext.append(" (cached)", style="magenta")
         span = units.MISSING if r.min_ms is None else f"{units.time_ms(r.min_ms)}–{units.time_ms(r.max_ms)}"
-        table.add_row(time.strftime("%H:%M:%S", time.localtime(rec.started)), t(r.backend),
-                      settings_text(r.settings), units.time_ms(r.median_ms), span,
-                      Text(units.ratio(r.spread), style="bold yellow" if r.noisy else ""), vtext)
+        cells = {"when": time.strftime("%H:%M:%S", time.localtime(rec.started)), "backend": t(r.backend),
+                 "settings": settings_text(r.settings, short=narrow), "median": units.time_ms(r.median_ms),
+                 "min–max": span, "spread": Text(units.ratio(r.spread), style="bold yellow" if r.noisy else ""),
+                 "verdict": vtext}
+        table.add_row(*(cells[c] for c in columns))
     return table
 
 

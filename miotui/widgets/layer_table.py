@@ -183,6 +183,8 @@ class LayerTable(ScrollView, can_focus=True):
     def _update_virtual_size(self) -> None:
         model = self.model
         width = self.size.width or 10_000       # not laid out yet: fit everything, redone on resize
+        if self.size.height and len(model.view) + 1 > self.size.height:
+            width -= self.styles.scrollbar_size_vertical      # the vertical scrollbar takes its share
         self._columns, self._widths = fit_columns(model.visible_columns(), model.widths, width, self.wide,
                                                   model.natural)
         widths = self._widths
