@@ -271,7 +271,7 @@ def _execute(req: RunRequest, emit: Emit) -> None:
         emit("progress", req.progress)
 
         def progress(text: str, b: str = backend) -> None:
-            req.progress = text if text.startswith(b) else f"{b}: {text}"
+            req.progress = text if text.startswith(b) or b == "auto" else f"{b}: {text}"
             emit("progress", req.progress)
 
         try:

@@ -157,7 +157,8 @@ def driver_comparison(annotations: Iterable[tuple[str, str]], results: Sequence[
     mine = ours[-1]
     v = mine.verification
     out.append(f"miotui ({mine.backend}): {verdict_of(mine)} ({getattr(v, 'metric', 'rms_range')} "
-               f"{units.sci(getattr(v, 'error', v.rms_range))}, tolerance {units.sci(v.tolerance)}; {v.how})")
+               f"{units.sci(getattr(v, 'error', v.rms_range))}, tolerance {units.sci(v.tolerance)} against a "
+               "float64 reference; the runs below say how)")
     reasons: list[str] = []
     driver_tol = _float(ann.get("driver_tolerance"))
     if driver_tol is not None and v.tolerance is not None and abs(driver_tol - v.tolerance) > 1e-12 * max(

@@ -369,7 +369,7 @@ async def test_raw_log_pane_shows_the_layer_in_its_log(log):
         table(app).move_cursor_to(4)        # the pooling layer: lines 8 and 9
         await pilot.press("l")
         pane = app.layers_screen.log_pane
-        await wait_until(pilot, lambda: "sighting 1 of 2 (line 8)" in header_text(app), what=lambda: header_text(app))
+        await wait_until(pilot, lambda: "sighting 1/2: line 8 " in header_text(app), what=lambda: header_text(app))
         await wait_until(pilot, lambda: any("▶" in line and "Pooling_logging_cmd" in line for line in pane_lines(app)))
         lines = pane_lines(app)
         assert any("bnorm -n 2" in line for line in lines), "the log after the sighting"

@@ -152,14 +152,14 @@ async def test_the_raw_log_pane_shows_each_sighting_in_context_like_lnav(tmp_pat
         await loaded(pilot, app, 2)
         table(app).move_cursor_to(1)
         await pilot.press("l")
-        await wait_until(pilot, lambda: "sighting 1 of 2 (line 20,001)" in header_text(app), what=lambda: header_text(app))
+        await wait_until(pilot, lambda: "sighting 1/2: line 20,001 " in header_text(app), what=lambda: header_text(app))
         await wait_until(pilot, lambda: any("▶" in ln and "20001 │" in ln and "conv -n 7" in ln for ln in pane_lines(app)))
         assert any("19999 │ step 19999" in ln for ln in pane_lines(app)), "the lines before it"
         assert not any("live tail" in ln for ln in pane_lines(app))
         view = app.layers_screen.log_pane.view
         view.focus()
         await pilot.press("n")
-        await wait_until(pilot, lambda: "sighting 2 of 2 (line 30,000)" in header_text(app))
+        await wait_until(pilot, lambda: "sighting 2/2: line 30,000 " in header_text(app))
         await wait_until(pilot, lambda: any("▶" in ln and "30000 │" in ln for ln in pane_lines(app)))
         await pilot.press("N")
         await wait_until(pilot, lambda: any("20001 │" in ln for ln in pane_lines(app)))

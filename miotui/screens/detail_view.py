@@ -129,11 +129,10 @@ def comparison_text(snap: Any, results: Sequence[Any]) -> Text:
     lines = driver_comparison(snap.annotations, results)
     out = Text()
     if lines:
-        out.append("MIOpen's verdict and miotui's\n", style="bold")
+        out.append("MIOpen's verdict and miotui's", style="bold")
         for line in lines:
-            out.append("  ")
+            out.append("\n  ")
             out.append(t(line, "yellow" if line.startswith("Why") else ""))
-            out.append("\n")
     return out
 
 
@@ -188,7 +187,7 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, n
                  f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
                  r.engine, r.message if verdict == "ok" else "", r.note, v.how if v else "",
                  f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
-        line.append(t("; ".join(p for p in parts if p)))
+        line.append(t("; ".join(p.rstrip(". ") for p in parts if p)))
         notes.append(line)
         warning = noise_warning(r)
         if warning:

@@ -99,21 +99,21 @@ class LogPane(Vertical):
         self._readers.clear()
 
     def _header(self) -> None:
+        """Where the pane is, the keys that move it, then the file (cut first when narrow)."""
         v = self.view
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append(f"── {self.title} ")
-        if v.path:
-            t.append(f"· {visible(os.path.basename(v.path))} ", style="not bold")
-        if v.note:
-            t.append(f"· {visible(v.note)} ", style="italic")
         if v.search:
             where = f"line {v.match:,}" if v.match is not None else "searching…"
-            t.append(f"· /{visible(v.search)}: {where} · n/N next/prev match · esc ends ", style="not bold")
+            t.append(f"· /{visible(v.search)}: {where} · n/N next/prev match, esc ends ", style="not bold")
         elif v.marks:
             i = v.mark if v.mark >= 0 else 0
-            t.append(f"· sighting {i + 1} of {len(v.marks)} (line {v.marks[i]:,}) · n/N next/prev ",
-                     style="not bold")
-        t.append("· / search · w wrap" + (" (on)" if v.wrap else ""), style="not bold dim")
+            t.append(f"· sighting {i + 1}/{len(v.marks)}: line {v.marks[i]:,} · n/N next/prev ", style="not bold")
+        t.append("· / search · w wrap" + (" (on)" if v.wrap else "") + " ", style="not bold dim")
+        if v.note:
+            t.append(f"· {visible(v.note)} ", style="italic")
+        if v.path:
+            t.append(f"· {visible(os.path.basename(v.path))}", style="not bold")
         self.query_one("#log-header", Static).update(t)
 
     @on(LogView.StateChanged)

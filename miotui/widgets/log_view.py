@@ -207,7 +207,8 @@ class LogView(ScrollView, can_focus=True):
         """Put ``line`` near the top (a few lines of context above it)."""
         self._pending_jump = None
         self._stick = False
-        top = max(0, line - 1 - CONTEXT_ABOVE)
+        above = min(CONTEXT_ABOVE, max(0, (self.size.height - 1) // 3)) if self.size.height else CONTEXT_ABOVE
+        top = max(0, line - 1 - above)
         self.scroll_to(y=top, animate=False, immediate=True)
         if round(self.scroll_y) != top:
             # just shown: no size yet, so the scroll was clamped; again once laid out
