@@ -120,3 +120,35 @@ def screen_text(app: MiotuiApp) -> str:
     svg = app.export_screenshot()
     text = re.sub(r"<[^>]+>", "", svg)
     return html.unescape(text).replace("\xa0", " ")
+
+
+# ---------------------------------------------------------------------- fixtures (import them by these names)
+
+@pytest.fixture(name="log")
+def log_fixture(tmp_path: Path) -> Path:
+    """The small log of :func:`small_log`, written to a temporary file."""
+    return write_small_log(tmp_path)
+
+
+@pytest.fixture(name="_isolated", autouse=True)
+def isolated_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate(tmp_path, monkeypatch)
+
+
+@pytest.fixture(name="long_big_runs")
+def long_big_runs_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each numpy call on a layer with 32 images also waits 1 s (returning early on a
+    cancel), so a run outlasts the key presses on any machine: on a 16-core one the
+    real layer ran in 4.7 s, while each ``pilot.press`` waited up to 2 s for the CPU
+    to go idle, and the run ended before the test could see it."""
+    from miotui.execute.backends import NumpyBackend
+    real = NumpyBackend.run
+
+    def run(self, problem, prepared, cancel):
+        out = real(self, problem, prepared, cancel)
+        end = time.monotonic() + (1.0 if problem.n == 32 else 0.0)
+        while time.monotonic() < end and not cancel.is_set():
+            time.sleep(0.01)
+        return out
+
+    monkeypatch.setattr(NumpyBackend, "run", run)

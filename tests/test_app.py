@@ -15,7 +15,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from app_helpers import (
     BNORM,
     FAKE_DRIVER,
@@ -23,8 +22,10 @@ from app_helpers import (
     app_for,
     conv,
     header_text,
-    isolate,
+    isolated_fixture,
     loaded,
+    log_fixture,
+    long_big_runs_fixture,
     pane_lines,
     plain,
     pool,
@@ -33,7 +34,6 @@ from app_helpers import (
     status_text,
     table,
     wait_until,
-    write_small_log,
 )
 
 from miotui.app import MiotuiApp
@@ -44,16 +44,8 @@ from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen, UndecodedScreen
 from miotui.widgets.layer_table import LayerTable
 
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return write_small_log(tmp_path)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    isolate(tmp_path, monkeypatch)
-
+#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
+FIXTURES = (isolated_fixture, log_fixture, long_big_runs_fixture,)
 
 # ---------------------------------------------------------------------- reading and following
 
@@ -409,25 +401,6 @@ async def test_run_on_the_reference_lands_on_the_row_and_the_detail(log):
         runs = plain(app.screen.query_one("#detail-runs"))
         assert "tolerance" in runs and "ok" in runs
         assert not app.running
-
-
-@pytest.fixture
-def long_big_runs(monkeypatch):
-    """Each numpy call on a layer with 32 images also waits 1 s (returning early on a
-    cancel), so a run outlasts the key presses on any machine: on a 16-core one the
-    real layer ran in 4.7 s, while each ``pilot.press`` waited up to 2 s for the CPU
-    to go idle, and the run ended before the test could see it."""
-    from miotui.execute.backends import NumpyBackend
-    real = NumpyBackend.run
-
-    def run(self, problem, prepared, cancel):
-        out = real(self, problem, prepared, cancel)
-        end = time.monotonic() + (1.0 if problem.n == 32 else 0.0)
-        while time.monotonic() < end and not cancel.is_set():
-            time.sleep(0.01)
-        return out
-
-    monkeypatch.setattr(NumpyBackend, "run", run)
 
 
 async def test_second_run_queues_and_escape_cancels(tmp_path, long_big_runs):

@@ -16,12 +16,22 @@ import stat
 import sys
 from pathlib import Path
 
-import pytest
-from app_helpers import app_for, conv, isolate, plain, screen_text, table, wait_until
+from app_helpers import (
+    app_for,
+    conv,
+    isolated_fixture,
+    plain,
+    screen_text,
+    table,
+    wait_until,
+)
 
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import UndecodedScreen
+
+#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
+FIXTURES = (isolated_fixture,)
 
 ESC, BEL, ST, RLO = "\x1b", "\x07", "\x1b\\", "\u202e"
 CATALOGUE = (
@@ -40,11 +50,6 @@ HOSTILE = "".join(CATALOGUE)
 #: what must never reach the terminal: C0 but newline, DEL, C1, invisible/bidi formatting
 FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 MARKUP = ("[/x]", "[link=http://x]", "[@click=app.quit]", "[bold red]")
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    isolate(tmp_path, monkeypatch)
 
 
 def hostile_log(path: Path) -> None:

@@ -18,14 +18,14 @@ from app_helpers import (
     app_for,
     conv,
     header_text,
-    isolate,
+    isolated_fixture,
     loaded,
+    log_fixture,
     pane_lines,
     plain,
     pool,
     table,
     wait_until,
-    write_small_log,
 )
 
 from miotui.screens.detail import DetailScreen
@@ -33,19 +33,12 @@ from miotui.screens.dialogs import ExportScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen
 
+#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
+FIXTURES = (isolated_fixture, log_fixture,)
+
 SIZE = (160, 45)
 SOLVER = "ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC"
 INFO = f"MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: {SOLVER} , 0, 0.545735\n"
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return write_small_log(tmp_path)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    isolate(tmp_path, monkeypatch)
 
 
 # ---------------------------------------------------------------------- columns
@@ -153,7 +146,8 @@ async def test_the_raw_log_pane_shows_each_sighting_in_context_like_lnav(tmp_pat
         table(app).move_cursor_to(1)
         await pilot.press("l")
         await wait_until(pilot, lambda: "sighting 1/2: line 20,001 " in header_text(app), what=lambda: header_text(app))
-        await wait_until(pilot, lambda: any("▶" in ln and "20001 │" in ln and "conv -n 7" in ln for ln in pane_lines(app)))
+        await wait_until(pilot, lambda: any("▶" in ln and "20001 │" in ln and "conv -n 7" in ln
+                                            for ln in pane_lines(app)))
         assert any("19999 │ step 19999" in ln for ln in pane_lines(app)), "the lines before it"
         assert not any("live tail" in ln for ln in pane_lines(app))
         view = app.layers_screen.log_pane.view

@@ -9,54 +9,29 @@ from __future__ import annotations
 import re
 import shutil
 import time
-from pathlib import Path
 
-import pytest
 from app_helpers import (
     ROOT,
     app_for,
     conv,
-    isolate,
+    isolated_fixture,
     loaded,
+    log_fixture,
+    long_big_runs_fixture,
     plain,
     shown,
     status_text,
     table,
     wait_until,
-    write_small_log,
 )
 
 from miotui.screens.detail import DetailScreen
 from miotui.screens.dialogs import RunChooserScreen
 
+#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
+FIXTURES = (isolated_fixture, log_fixture, long_big_runs_fixture,)
+
 SIZE = (160, 45)
-
-
-@pytest.fixture
-def log(tmp_path: Path) -> Path:
-    return write_small_log(tmp_path)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    isolate(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def long_big_runs(monkeypatch):
-    """Each numpy call on a layer with 32 images also waits 1 s (returning early on a
-    cancel), so a run outlasts the key presses on any machine."""
-    from miotui.execute.backends import NumpyBackend
-    real = NumpyBackend.run
-
-    def run(self, problem, prepared, cancel):
-        out = real(self, problem, prepared, cancel)
-        end = time.monotonic() + (1.0 if problem.n == 32 else 0.0)
-        while time.monotonic() < end and not cancel.is_set():
-            time.sleep(0.01)
-        return out
-
-    monkeypatch.setattr(NumpyBackend, "run", run)
 
 
 async def chooser_ready(pilot, app) -> RunChooserScreen:
