@@ -57,7 +57,9 @@ def log(tmp_path: Path, monkeypatch) -> Path:
 
 
 def make_app(log: Path) -> MiotuiApp:
-    return MiotuiApp([str(log)], find_job=False, reader_poll_interval=0.01, poll_interval=0.02)
+    app = MiotuiApp([str(log)], find_job=False, reader_poll_interval=0.01, poll_interval=0.02)
+    app.animation_level = "none"     # the op tabs' underline would be caught mid-slide
+    return app
 
 
 async def until(pilot, cond, timeout: float = 10.0) -> None:
@@ -71,7 +73,7 @@ async def read_all(pilot) -> None:
     app: MiotuiApp = pilot.app  # type: ignore[assignment]
     await until(pilot, lambda: app.last_poll is not None and app.last_poll.finished
                 and len(app.layers_screen.table.model.rows) == 5)
-    await pilot.pause(0.1)
+    await pilot.pause(0.3)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

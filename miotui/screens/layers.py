@@ -128,6 +128,15 @@ class LayersScreen(Screen):
             elif self._op_counts.get(op) != counts[op]:
                 tab.label = label
         self._op_counts = dict(counts)
+        self.call_after_refresh(self._realign_underline)
+
+    def _realign_underline(self) -> None:
+        """Move the op tabs' underline again once the new labels are laid out: Textual
+        moves it when a label changes, sometimes before the tab has its new width, and
+        it then stays under the old one ("all" instead of "all 132")."""
+        active = self.query_one("#op-tabs", Tabs).active_tab
+        if active is not None:
+            active.post_message(Tab.Relabelled(active))
 
     @property
     def log_visible(self) -> bool:
