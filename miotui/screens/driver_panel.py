@@ -11,7 +11,7 @@ state and result with messages (:class:`~miotui.screens.messages.LayerChanged`,
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -129,6 +129,3 @@ class DriverScreen(Screen):
     def log_text(self) -> str:
         self._drain()
         return "\n".join(str(line) for line in self.query_one(Log).lines)
-
-    def pending(self) -> Optional[int]:
-        return None if self.request.lines is None else len(self.request.lines._lines)
