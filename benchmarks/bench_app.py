@@ -229,8 +229,8 @@ def bench_follow(tmp: str, rate: float, seconds: float) -> list[dict]:
             i = 0
             while time.perf_counter() < t_end - 0.3:
                 key = "up" if i % 2 == 0 else "down"
-                before = table.cursor_index
-                keys.append(await key_latency(app, key, lambda b=before: table.cursor_index != b or
+                before = table.cursor_id
+                keys.append(await key_latency(app, key, lambda b=before: table.cursor_id != b or
                                               len(table.model.view) < 2, clock))
                 i += 1
                 await asyncio.sleep(0.05)
@@ -288,7 +288,7 @@ def bench_10k(tmp: str) -> list[dict]:
         app = MiotuiApp([path], find_job=False)
         async with app.run_test(size=SIZE) as pilot:
             table = app.layers_screen.table
-            while not (app._last is not None and app._last.finished and len(table.model.rows) >= 10_000):
+            while not (app.last_poll is not None and app.last_poll.finished and len(table.model.rows) >= 10_000):
                 await asyncio.sleep(0.01)
             info["load_s"] = round(time.perf_counter() - t0, 2)
             info["layers"] = len(table.model.rows)
@@ -296,12 +296,12 @@ def bench_10k(tmp: str) -> list[dict]:
             table.action_first()
             await pilot.pause(0.1)
             for _ in range(40):
-                before = table.cursor_index
-                res["down"].append(await key_latency(app, "down", lambda b=before: table.cursor_index != b, clock))
+                before = table.cursor_id
+                res["down"].append(await key_latency(app, "down", lambda b=before: table.cursor_id != b, clock))
             for _ in range(20):
-                before = table.cursor_index
+                before = table.cursor_id
                 res["pagedown"].append(await key_latency(app, "pagedown",
-                                                         lambda b=before: table.cursor_index != b, clock))
+                                                         lambda b=before: table.cursor_id != b, clock))
             await pilot.press("slash")
             await pilot.pause(0.1)
             typed = ""

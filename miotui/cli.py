@@ -28,6 +28,14 @@ def _app_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--follow", action="store_true", help="keep reading as the log grows (like tail -F)")
     p.add_argument("--demo", action="store_true", help="replay a bundled ResNet-50 training log live")
     p.add_argument("--pid", type=int, help="the training job's process id (default: found from the log's writer)")
+    p.add_argument("--driver", metavar="PATH",
+                   help="MIOpenDriver for d and R (default: $MIOPEN_DRIVER, PATH, /opt/rocm/bin/MIOpenDriver)")
+    p.add_argument("--launcher", metavar="CMD",
+                   help='prefix for MIOpenDriver, split like a shell would, run without one: '
+                        '"ssh gpu-node", "srun -p gpu"')
+    p.add_argument("--check-config", action="store_true",
+                   help="check the keymap ($MIOTUI_KEYMAP or ~/.config/miotui/keymap.toml) and exit: "
+                        "unknown binding ids, keys bound twice, invalid TOML (exit status 1 when any)")
     p.add_argument("--version", action="version", version="miotui " + _version())
     return p
 
@@ -54,7 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args and args[0] == "run":
         return run_cli_main(args[1:])
     ns = _app_parser().parse_args(args)
-    if not ns.paths and not ns.demo:
+    if not ns.paths and not ns.demo and not ns.check_config:
         if sys.stdin is None or sys.stdin.closed:
             print("miotui: no log given and standard input is closed", file=sys.stderr)
             return 2
@@ -62,8 +70,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _app_parser().print_help()
             return 2
         ns.paths = ["-"]
+    from miotui import launch
+    if ns.check_config:
+        return launch.check_config()
     if "-" in ns.paths and (sys.stdin is None or sys.stdin.closed):
         print("miotui: cannot read '-': standard input is closed", file=sys.stderr)
         return 2
-    from miotui.app import launch
-    return launch(ns.paths, follow=ns.follow, demo=ns.demo, pid=ns.pid)
+    return launch.launch(ns.paths, follow=ns.follow, demo=ns.demo, pid=ns.pid, driver=ns.driver,
+                         launcher=ns.launcher)

@@ -2,14 +2,17 @@
 
     miotui run "conv -n 64 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -F 1"
     miotui run "./bin/MIOpenDriver conv ... -F 0"           # every direction the command runs
-    miotui run --log train.log --layer 3 --backend all      # the 3rd layer of `miotui decode`
+    miotui run --log train.log --layer 3 --backend all      # layer 3: the third met in the log
     miotui run --backend torch -- conv -n 1 -c 3 -H 8 -W 8  # unquoted, after --
 
 The layer comes from a MIOpenDriver command (as logged, pasted or typed; parsed by
-:func:`miotui.driver.parse_driver_command`) or from a log (the K-th layer in
-``miotui decode``'s order: most executed first).  Exit status: 0 every run ok (and
-verified), 1 a verification failed or a backend could not run, 2 bad usage or a
-command that cannot be parsed.  Heavy modules are imported only when a run starts.
+:func:`miotui.driver.parse_driver_command`) or from a log: ``--layer K`` is the layer's
+id, its arrival order in the log (1 = the first layer met), the number the app's ``#``
+column shows.  With ``--backend all`` a backend that does not apply to the layer (or is
+not installed) is listed as ``n/a`` with the reason and does not fail the run.  Exit
+status: 0 every run ok (and verified), 1 a verification failed or a backend could not
+run, 2 bad usage or a command that cannot be parsed.  Heavy modules are imported only
+when a run starts.  Numbers follow :mod:`miotui.units` (the app's precision policy).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--log", action="append", metavar="FILE",
                    help="take the layer from this log (repeatable: several files, one catalog)")
     p.add_argument("--layer", type=int, metavar="K",
-                   help="with --log: the K-th layer of `miotui decode FILE` (1 = most executed)")
+                   help="with --log: the layer whose id is K, its arrival order in the log (1 = the first "
+                        "layer met; the app's # column)")
     p.add_argument("--backend", default="auto", choices=BACKEND_CHOICES,
                    help="auto (numba where its kernels apply, else numpy), all (every backend, side by side), "
                         "or one backend (default: auto)")
@@ -83,12 +87,12 @@ def _problems_from_args(ns: argparse.Namespace) -> tuple[list[Any], list[str], s
             catalog = decode_paths(list(ns.log))
         except OSError as e:
             raise UsageError(f"cannot read {e.filename or ns.log[0]}: {e.strerror or e}") from e
-        layers = catalog.most_executed()
+        layers = {layer.id: layer for layer in catalog.layers()}
         if not layers:
             raise UsageError(f"no layers decoded from {', '.join(ns.log)}")
-        if ns.layer > len(layers):
-            raise UsageError(f"--layer {ns.layer}: the log has {len(layers)} unique layer(s)")
-        layer = layers[ns.layer - 1]
+        if ns.layer not in layers:
+            raise UsageError(f"--layer {ns.layer}: the log has {len(layers)} unique layer(s), ids 1 to {len(layers)}")
+        layer = layers[ns.layer]
         where = f"layer {ns.layer} of {', '.join(ns.log)} ({layer.executions} executions, line {layer.first_line})"
         return [layer.problem], list(layer.warnings), where
     if ns.layer is not None:
@@ -136,6 +140,7 @@ def run_main(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     from miotui.execute.backends import BACKENDS
     from miotui.execute.runner import run_layer
+    from miotui.run_queue import plan_backends
 
     if ns.backend == "all":
         names = list(BACKENDS)
@@ -147,9 +152,11 @@ def run_main(ns: argparse.Namespace) -> int:
     stream_driver = not ns.json and len(names) == 1 and names[0] == "miopen-driver"
     try:
         for problem in problems:
-            rows: list[tuple[str, Any, str]] = []   # (backend, result or None, why skipped)
+            rows: list[tuple[str, Any, str]] = []   # (backend, result or None, why it does not apply)
+            skips = dict(plan_backends(problem, tuple(names), _settings(ns, "all", None))) \
+                if ns.backend == "all" else {}
             for name in names:
-                skip = _skip_reason(name, problem, ns) if ns.backend == "all" else ""
+                skip = skips.get(name, "")
                 if skip:
                     rows.append((name, None, skip))
                     continue
@@ -194,18 +201,6 @@ def _as_run(problem: Any, batch: Optional[int]) -> Any:
         return problem
 
 
-def _skip_reason(name: str, problem: Any, ns: argparse.Namespace) -> str:
-    """With ``--backend all``: why a backend is left out (not installed, or not for this
-    layer); such rows are shown but do not fail the run."""
-    from miotui.execute.backends import RunSettings, find_driver, get_backend
-    if name == "miopen-driver":
-        launcher = tuple(shlex.split(ns.launcher)) if ns.launcher else ()
-        path, why = find_driver(RunSettings(driver_path=ns.driver, launcher=launcher))
-        return "" if path else why
-    b = get_backend(name)
-    return b.unavailable() or b.applies(problem) or ""
-
-
 def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict[str, Any]:
     from miotui.driver import DriverCommandError, to_driver_command
     layers = []
@@ -218,7 +213,7 @@ def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict
         results = []
         for name, res, skip in block["rows"]:
             if res is None:
-                results.append({"backend": name, "status": "skipped", "message": skip})
+                results.append({"backend": name, "status": "n/a", "message": skip})
             else:
                 results.append(res.to_dict())
         layers.append({"op": p.op, "direction": p.direction, "key": p.key, "problem": p.to_dict(),
@@ -226,51 +221,56 @@ def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict
     return {"source": where, "warnings": warnings, "layers": layers}
 
 
-def _fmt(v: Optional[float], spec: str = ".3f") -> str:
-    import math
-    if v is None or not math.isfinite(v):
-        return "-"
-    return format(v, spec)
-
-
 def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str, side_by_side: bool) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    from miotui import units
     from miotui.driver import DriverCommandError, to_driver_command
+    from miotui.run_summary import noise_warning, verdict_of
+    from miotui.safe_text import visible
     # wide enough for the side-by-side table when stdout is a pipe or a file
     console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
     for w in warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    colors = {"ok": "green", "failed": "red", "error": "red", "refused": "yellow", "cancelled": "yellow",
-              "skipped": "dim"}
+        console.print(Text.assemble(("warning: ", "yellow"), visible(w)))
+    colors = {"ok": "green", "FAILED": "red", "error": "red", "refused": "yellow", "cancelled": "yellow",
+              "n/a": "dim"}
     for block in blocks:
         p = block["problem"]
         try:
             command = to_driver_command(p)
         except DriverCommandError:
             command = "(no MIOpenDriver command)"
-        title = f"{p.op} {p.direction} {p.dtype}  {command}"
-        table = Table(title=title, title_justify="left", show_lines=False)
-        for col, just in (("backend", "left"), ("status", "left"), ("median ms", "right"), ("min ms", "right"),
-                          ("GFLOP/s", "right"), ("GB/s", "right"), ("max abs", "right"), ("max rel", "right"),
-                          ("rms_range", "right"), ("error", "right"), ("tolerance", "right"),
+        table = Table(title=Text(f"{p.op} {p.direction} {p.dtype}  {command}"), title_justify="left",
+                      show_lines=False)
+        rate = units.rate_unit(p)
+        metrics = {getattr(r.verification, "metric", "rms_range") for _, r, _ in block["rows"]
+                   if r is not None and r.verification is not None}
+        error = f"error ({metrics.pop()})" if len(metrics) == 1 else "error"
+        for col, just in (("backend", "left"), ("verdict", "left"), ("median", "right"), ("min", "right"),
+                          ("max", "right"), ("spread", "right"), ("JIT", "right"), (rate, "right"),
+                          ("max abs", "right"), ("max rel", "right"), (error, "right"), ("tolerance", "right"),
                           ("engine", "left")):
             table.add_column(col, justify=just)  # type: ignore[arg-type]
         details: list[str] = []
         for name, res, skip in block["rows"]:
-            if res is None:
-                table.add_row(name, "[dim]n/a[/]", "-", "-", "-", "-", "-", "-", "-", "-", "-", skip)
+            if res is None or res.status == "n/a":
+                why = skip if res is None else res.message
+                table.add_row(name, Text("n/a", style="dim"), *["-"] * 11)
+                details.append(f"{name}: n/a: {why}")
                 continue
             v = res.verification
-            status = res.status
-            table.add_row(name, f"[{colors.get(status, 'white')}]{status}[/]", _fmt(res.median_ms),
-                          _fmt(res.min_ms), _fmt(res.gflops, ".4g"), _fmt(res.gbps, ".4g"),
-                          _fmt(v.max_abs if v else None, ".2e"), _fmt(v.max_rel if v else None, ".2e"),
-                          _fmt(v.rms_range if v else None, ".2e"),
-                          _fmt(getattr(v, "error", None) if v else None, ".2e"),
-                          _fmt(v.tolerance if v else None, ".2e"),
-                          res.engine)
+            verdict = verdict_of(res)
+            spread = units.ratio(res.spread) if res.spread is not None else "-"
+            table.add_row(name, Text(verdict + (" (noisy)" if res.noisy else ""),
+                                     style=colors.get(verdict, "white")),
+                          units.time_ms(res.median_ms), units.time_ms(res.min_ms), units.time_ms(res.max_ms),
+                          Text(spread, style="yellow" if res.noisy else ""), units.time_ms(res.jit_ms),
+                          units.throughput(res.problem, res.gflops, res.gbps),
+                          units.sci(v.max_abs if v else None), units.sci(v.max_rel if v else None),
+                          units.sci(getattr(v, "error", None) if v else None), units.sci(v.tolerance if v else None),
+                          Text(visible(res.engine)))
             line = f"{name}: {res.message}"
             if res.note:
                 line += f" [{res.note}]"
@@ -280,7 +280,10 @@ def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str,
             if res.dumped:
                 line += f"; wrote {len(res.dumped)} files to {os.path.dirname(res.dumped[0])}"
             details.append(line)
+            warning = noise_warning(res)
+            if warning:
+                details.append(f"{name}: {warning}")
         console.print(table)
         for d in details:
-            console.print(f"  {d}", markup=False)
-        console.print(f"  source: {where}", markup=False)
+            console.print(Text("  " + visible(d)))
+        console.print(Text("  source: " + visible(where)))

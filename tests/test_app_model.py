@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from miotui.catalog import LayerSnapshot
 from miotui.driver import to_driver_command
 from miotui.problems import BatchNormProblem, ConvProblem, PoolProblem
-from miotui.widgets.layer_model import COLUMNS, LayerTableModel, RunSummary, format_cell, parse_filter
+from miotui.run_summary import RunSummary
+from miotui.widgets.layer_model import COLUMNS, LayerTableModel, fit_columns, format_cell, parse_filter
 
 
 def conv(i: int, direction: str = "fwd", dtype: str = "fp32", n: int = 1, c: int = 8, k: int = 8,
@@ -48,13 +49,13 @@ def model_with(layers=LAYERS) -> LayerTableModel:
 
 def test_cells():
     m = model_with()
-    r0 = m.rows[0].cells
+    r0 = m.rows[1].cells
     assert (r0["op"], r0["dir"], r0["n"], r0["h"], r0["filter"], r0["pad"], r0["output"]) == \
         ("conv", "fwd", "1", "16", "3x3", "1x1", "1x8x16x16")
     assert (r0["executions"], r0["finds"], r0["solver"], r0["solver_ms"]) == ("30", "1", "ConvBinWinogradRxSf2x3g1",
-                                                                               "0.48")
-    assert m.rows[3].cells["filter"] == "3x3" and m.rows[3].cells["k"] == ""
-    assert m.rows[5].cells["d"] == "4" and m.rows[5].cells["file"] == "rank1.log"
+                                                                               "480 µs")
+    assert m.rows[4].cells["filter"] == "3x3" and m.rows[4].cells["k"] == ""
+    assert m.rows[6].cells["d"] == "4" and m.rows[6].cells["file"] == "rank1.log"
     keys = [c.key for c in m.visible_columns()]
     assert "d" in keys and "file" in keys, "optional columns appear when some row needs them"
     assert [c.key for c in model_with(LAYERS[:2]).visible_columns()].count("d") == 0
@@ -72,25 +73,25 @@ def test_widths_only_grow_and_cells_are_cut_with_an_ellipsis():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("op:conv", [0, 1, 2, 5]),
-    ("op:conv dir:wrw", [1]),
-    ("dir:fwd,bwd op:conv", [0, 2, 5]),
-    ("-op:conv", [3, 4]),
-    ("!dtype:fp32", [1, 4]),
-    ("n:>=32", [1, 2]),
-    ("n:16..64", [1, 2, 4]),
-    ("exec:>10 exec:<=30", [0, 2]),
-    ("k:!=8", [1, 3, 4, 5]),      # a layer without K is not K=8
-    ("filter:3", [0, 1, 3, 5]),
-    ("filter:1x1", [2]),
-    ("winograd", [0]),
-    ("solver:conv", [0]),
-    ("src:command", [0, 1, 2, 3, 4, 5]),
-    ("warn:flag", [4]),
-    ("file:rank1", [5]),
-    ("mode:avg", [3]),
-    ("d:4", [5]),
-    ("3x3x3", [5]),
+    ("op:conv", [1, 2, 3, 6]),
+    ("op:conv dir:wrw", [2]),
+    ("dir:fwd,bwd op:conv", [1, 3, 6]),
+    ("-op:conv", [4, 5]),
+    ("!dtype:fp32", [2, 5]),
+    ("n:>=32", [2, 3]),
+    ("n:16..64", [2, 3, 5]),
+    ("exec:>10 exec:<=30", [1, 3]),
+    ("k:!=8", [2, 4, 5, 6]),      # a layer without K is not K=8
+    ("filter:3", [1, 2, 4, 6]),
+    ("filter:1x1", [3]),
+    ("winograd", [1]),
+    ("solver:conv", [1]),
+    ("src:command", [1, 2, 3, 4, 5, 6]),
+    ("warn:flag", [5]),
+    ("file:rank1", [6]),
+    ("mode:avg", [4]),
+    ("d:4", [6]),
+    ("3x3x3", [6]),
 ])
 def test_filter_language(text, expected):
     m = model_with()
@@ -109,25 +110,26 @@ def test_filter_errors_are_reported_and_ignored():
 def test_sort_numeric_and_text_columns_and_flip():
     m = model_with()
     m.set_sort("executions")
-    assert m.view == [4, 0, 2, 1, 3, 5], "numbers sort biggest first"
+    assert m.view == [5, 1, 3, 2, 4, 6], "numbers sort biggest first"
     m.set_sort("executions")
-    assert m.view == [5, 3, 1, 2, 0, 4], "the same column again flips"
+    assert m.view == [6, 4, 2, 3, 1, 5], "the same column again flips"
     m.set_sort("op")
     assert [m.rows[i].cells["op"] for i in m.view] == ["bnorm", "conv", "conv", "conv", "conv", "pool"]
     m.set_sort("k")
-    assert m.view == [1, 0, 2, 5, 3, 4], "equal values keep first-seen order; empty cells go last"
+    assert m.view == [2, 1, 3, 6, 4, 5], "equal values keep first-seen order; empty cells go last"
 
 
 def test_op_kind_and_results():
     m = model_with()
     m.set_op_kind("conv")
-    assert m.view == [0, 1, 2, 5]
+    assert m.view == [1, 2, 3, 6]
     m.set_op_kind(None)
-    m.set_result(2, RunSummary(1.5, 3000.0, "FAILED", "numpy"))
-    assert m.rows[2].cells["verdict"] == "FAILED" and m.rows[2].cells["run_gflops"] == "3,000"
+    m.set_result(3, RunSummary(1.5, 3000.0, "FAILED", "numpy", rate_text="3.00 TFLOP/s"))
+    assert m.rows[3].cells["verdict"] == "FAILED" and m.rows[3].cells["rate"] == "3.00 TFLOP/s"
+    assert m.rows[3].cells["run_ms"] == "1.50 ms"
     m.set_filter("verdict:failed")
-    assert m.view == [2]
-    m.set_result(2, RunSummary(1.5, 3000.0, "ok", "numpy"))
+    assert m.view == [3]
+    m.set_result(3, RunSummary(1.5, 3000.0, "ok", "numpy"))
     assert m.view == [], "a result change re-filters"
 
 
@@ -175,14 +177,35 @@ def test_incremental_view_equals_a_rebuilt_one(history, sort_key, reverse, filte
     m.set_op_kind(op)
     for batch in steps:
         m.update(batch)
-    for index, verdict in results:
-        m.set_result(index, RunSummary(1.0, 2.0, verdict))
+    for layer_id, verdict in results:
+        m.set_result(layer_id, RunSummary(1.0, 2.0, verdict))
     fresh = LayerTableModel(clock=lambda: 0.0)
     fresh.update(final[i] for i in sorted(final))
-    for index, verdict in results:
-        fresh.set_result(index, RunSummary(1.0, 2.0, verdict))
+    for layer_id, verdict in results:
+        fresh.set_result(layer_id, RunSummary(1.0, 2.0, verdict))
     fresh.set_sort(sort_key, reverse)
     fresh.set_filter(filter_text)
     fresh.set_op_kind(op)
     assert m.view == fresh.view
     assert all(m.position(i) == pos for pos, i in enumerate(m.view))
+
+
+def test_fit_columns_takes_them_by_priority_and_gives_the_rest_to_the_solver():
+    m = model_with()
+    candidates = m.visible_columns()
+    narrow, _ = fit_columns(candidates, m.widths, 60)
+    keys = [c.key for c in narrow]
+    assert keys[:4] == ["id", "op", "dir", "dtype"] and {"executions", "run_ms", "verdict"} <= set(keys)
+    wide_enough, widths = fit_columns(candidates, m.widths, 400, natural={**m.natural, "solver": 30})
+    assert {c.key for c in wide_enough} == {c.key for c in candidates}
+    assert widths["solver"] == 30, "the solver grows to its longest name when there is room"
+    every, _ = fit_columns(candidates, m.widths, 60, wide=True)
+    assert every == candidates
+    by_priority = sorted(candidates, key=lambda c: c.priority)
+    for width in range(20, 300, 7):
+        chosen, w = fit_columns(candidates, m.widths, width)
+        used = 1 + sum(w[c.key] + 1 for c in chosen)
+        assert used <= max(width, 1 + sum(m.widths[c.key] + 1 for c in candidates if c.priority == 0))
+        # what is shown is always the most important ones: a prefix of the priority order
+        assert {c.key for c in chosen} == {c.key for c in by_priority[:len(chosen)]}
+        assert [c.key for c in chosen] == [c.key for c in candidates if c in chosen], "in table order"

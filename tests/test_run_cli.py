@@ -18,12 +18,10 @@ from miotui.run_cli import add_run_parser, run_main
 FAKE = str(Path(__file__).with_name("fake_miopendriver.py"))
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_CMD = "./bin/MIOpenDriver conv -n 2 -c 3 -H 9 -W 9 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1"
-
-LOG = """\
-MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 3 -H 9 -W 9 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1
-MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 2 -t 1
-MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 2 -t 1
-"""
+_PREFIX = "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver "
+LOG = (_PREFIX + "conv -n 2 -c 3 -H 9 -W 9 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+       + 2 * (_PREFIX + "conv -n 2 -c 4 -H 6 -W 6 -k 4 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 "
+                "-F 2 -t 1\n"))
 
 
 @pytest.fixture(autouse=True)
@@ -71,22 +69,31 @@ def test_unquoted_command_after_double_dash(capsys):
     assert code == 0 and doc["layers"][0]["results"][0]["status"] == "ok"
 
 
-def test_log_layer_is_the_kth_most_executed(tmp_path, capsys):
+def test_log_layer_is_the_layers_id_its_arrival_order(tmp_path, capsys):
+    """One layer, one id: --layer K is the id the app's # column shows (arrival order
+    from 1), not a rank by executions (the 1x1 backward layer ran twice but came second)."""
     log = tmp_path / "train.log"
     log.write_text(LOG)
     code, doc = run_json(capsys, "--log", str(log), "--layer", "1", "--backend", "numpy", "--iters", "1")
     assert code == 0
     (layer,) = doc["layers"]
-    # the 1x1 backward-data layer ran twice: it is layer 1
-    assert layer["direction"] == "bwd" and layer["problem"]["filter"] == [1, 1]
+    assert layer["direction"] == "fwd" and layer["problem"]["filter"] == [3, 3]
     assert "layer 1 of" in doc["source"]
     code, doc = run_json(capsys, "--log", str(log), "--layer", "2", "--backend", "numpy", "--iters", "1")
-    assert code == 0 and doc["layers"][0]["direction"] == "fwd"
+    assert code == 0 and doc["layers"][0]["direction"] == "bwd"
+    from miotui.logs.sources import decode_paths
+    assert [s.id for s in decode_paths([str(log)]).layers()] == [1, 2]
+
+
+def test_layer_help_says_it_is_the_arrival_order(capsys):
+    with pytest.raises(SystemExit):
+        parse("--help")
+    assert "arrival order" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("argv,needle", [
     (("conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -F 1 -H",), "cannot parse"),
-    (("gemm -m 1",), "cannot parse"),
+    (("gemm -m 1 -Z 3",), "cannot parse"),
     (("conv -n 1 -c 3 -H 2 -W 2 -k 4 -y 5 -x 5 -z valid -F 1",), "at least as large as its filter"),
     ((), "give a MIOpenDriver command"),
     (("--layer", "1"), "--layer needs --log"),
@@ -101,7 +108,7 @@ def test_log_errors_exit_2(tmp_path, capsys):
     log = tmp_path / "train.log"
     log.write_text(LOG)
     assert run_main(parse("--log", str(log), "--layer", "9")) == 2
-    assert "2 unique layer" in capsys.readouterr().err
+    assert "2 unique layer(s), ids 1 to 2" in capsys.readouterr().err
     assert run_main(parse("--log", str(tmp_path / "missing.log"), "--layer", "1")) == 2
     assert "cannot read" in capsys.readouterr().err
     assert run_main(parse("--log", str(log))) == 2
@@ -126,14 +133,36 @@ def test_backend_error_exits_1(capsys, tmp_path):
 
 def test_all_backends_side_by_side(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))   # no MIOpenDriver here: shown as n/a, not a failure
-    monkeypatch.setattr("miotui.execute.backends.DEFAULT_DRIVER", str(tmp_path / "MIOpenDriver"))
+    monkeypatch.setattr("miotui.execute.driver_backend.DEFAULT_DRIVER", str(tmp_path / "MIOpenDriver"))
     code = run_main(parse(SMALL_CMD, "--backend", "all", "--iters", "1"))
     out = capsys.readouterr().out
     assert code == 0, out
     for name in ("numpy", "numba", "torch", "miopen-driver"):
         assert name in out
-    assert "n/a" in out and "MIOpenDriver not found" in out
+    assert "n/a: MIOpenDriver not found" in out
     assert "GFLOP/s" in out and "rms_range" in out
+    for column in ("verdict", "JIT", "median", "min", "max", "spread"):
+        assert column in out, column
+
+
+def test_all_backends_lists_numba_as_na_on_a_dense_conv(capsys):
+    """numba has direct kernels only for depthwise/grouped conv and pooling: on a dense
+    conv it is "n/a: why", never a row named numba that ran numpy."""
+    code, doc = run_json(capsys, SMALL_CMD, "--backend", "all", "--iters", "1")
+    assert code == 0
+    numba = next(r for r in doc["layers"][0]["results"] if r["backend"] == "numba")
+    assert numba["status"] == "n/a" and "numba's direct kernels are for depthwise" in numba["message"]
+    code = run_main(parse(SMALL_CMD, "--backend", "all", "--iters", "1"))
+    out = capsys.readouterr().out
+    assert "n/a: a dense convolution: numba's direct kernels" in " ".join(out.split())
+
+
+def test_memory_bound_layers_are_shown_in_gb_per_s(capsys):
+    code = run_main(parse("MIOpenDriver bnorm -n 2 -c 8 -H 8 -W 8 -m 1 --forw 1 -b 0 -s 1 -r 1", "--backend", "numpy",
+                          "--iters", "2"))
+    out = capsys.readouterr().out
+    assert code == 0 and "GB/s" in out and "GFLOP/s" not in out
+    assert "e-0" not in out.split("max abs")[0], "no exponent in times or rates"
 
 
 def test_all_with_the_fake_driver_json(capsys):
@@ -189,6 +218,7 @@ def test_python_m_miotui_run_end_to_end(tmp_path):
 def test_batch_override_describes_the_layer_that_ran(capsys):
     """Review finding: with --batch the JSON showed the log's N while N images were timed."""
     import json as _json
+
     from miotui.cli import main
     rc = main(["run", "conv -n 2 -c 4 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -F 1",
                "--backend", "numpy", "--batch", "3", "--iters", "1", "--json"])

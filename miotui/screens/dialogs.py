@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from textual import on
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -15,16 +16,42 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, RadioButton, RadioSet, Static
 from textual.widgets.option_list import Option
 
+from miotui.safe_text import visible
 from miotui.widgets.layer_model import COLUMNS
 
-class ChoiceSet(RadioSet):
-    """A RadioSet where enter means "this one, go" (space still only selects).
 
-    In a dialog the user moves to an option with the arrows and presses enter
-    expecting the dialog to act; a plain RadioSet would only toggle the button.
+class ChoiceSet(RadioSet):
+    """A RadioSet where the highlighted option is the chosen one, and enter means "this
+    one, go".
+
+    Why: in a dialog the user moves to an option with the arrows and then either presses
+    enter or tabs to another field and presses enter there.  A plain RadioSet only
+    highlights on the arrows (space selects), so the second way ran the option that was
+    selected when the dialog opened (``R``, down to "all", tab, enter: numpy ran).
     """
 
     BINDINGS = [Binding("enter", "choose", "Choose", show=False)]
+
+    def action_next_button(self) -> None:
+        super().action_next_button()
+        self._press_highlighted()
+
+    def action_previous_button(self) -> None:
+        super().action_previous_button()
+        self._press_highlighted()
+
+    def _press_highlighted(self) -> None:
+        index = self._selected   # the highlighted option (textual 8.2.8's RadioSet keeps it here)
+        if index is None or not self.is_mounted:
+            return
+        buttons = list(self.query(RadioButton))
+        if 0 <= index < len(buttons) and not buttons[index].disabled:
+            buttons[index].value = True
+
+    @property
+    def chosen(self) -> Optional[str]:
+        button = self.pressed_button
+        return button.name if button is not None else None
 
     class Chosen(Message):
         def __init__(self, choice_set: "ChoiceSet", name: str) -> None:
@@ -94,7 +121,7 @@ CHOICES = (
     ("numba", "numba reference"),
     ("torch", "PyTorch"),
     ("miopen-driver", "MIOpenDriver (the real binary)"),
-    ("all", "all available, side by side"),
+    ("all", "all of them, side by side (n/a where one does not apply)"),
 )
 
 
@@ -106,9 +133,17 @@ class RunChoice:
 
 
 class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
-    """Choose backend(s), iterations and a batch override for one layer."""
+    """Choose backend(s), iterations and a batch override for one layer.
+
+    The highlighted backend is the one that runs, whichever field has focus when enter
+    is pressed.  Laid out to fit an 80x24 terminal."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="run_chooser.cancel")]
+
+    class Availability(Message):
+        def __init__(self, avail: dict[str, Optional[str]]) -> None:
+            super().__init__()
+            self.avail = avail
 
     def __init__(self, title: str, n: int, *, iters: int = 10) -> None:
         super().__init__(classes="dialog-screen")
@@ -118,8 +153,8 @@ class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="run-dialog"):
-            yield Label(f"Run {self.layer_title}", classes="dialog-title")
-            yield Static("arrows choose, enter runs (tab: iterations and batch first)", classes="dim")
+            yield Label(Text(f"Run {visible(self.layer_title)}"), classes="dialog-title")
+            yield Static("arrows choose (the highlighted one runs); enter runs from any field", classes="dim")
             with ChoiceSet(id="backend"):
                 for i, (key, text) in enumerate(CHOICES):
                     yield RadioButton(text, value=i == 0, id=f"backend-{key}", name=key)
@@ -127,27 +162,28 @@ class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
             with Horizontal(classes="field-row"):
                 yield Label("iterations", classes="field-label")
                 yield Input(str(self.iters), id="iters", type="integer", restrict=r"[0-9]*")
-            with Horizontal(classes="field-row"):
-                yield Label(f"batch (log: {self.n})", classes="field-label")
+                yield Label(f"batch (log {self.n})", classes="field-label")
                 yield Input("", placeholder=f"{self.n}", id="batch", type="integer", restrict=r"[0-9]*")
-            with Horizontal(classes="buttons"):
                 yield Button("Run", variant="primary", id="run")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
         self.query_one(RadioSet).focus()
-        self.run_worker(self._check, thread=True, group="availability", exit_on_error=False)
+        self._check()
 
+    @work(thread=True, group="availability", exit_on_error=False)
     def _check(self) -> None:
         try:
             from miotui.execute.backends import available_backends
             avail = available_backends()
         except Exception as e:  # the chooser must open even if a backend module is broken
             avail = {"numpy": f"backends unavailable: {e}"}
-        self.app.call_from_thread(self._show_availability, avail)
+        self.post_message(self.Availability(avail))
 
-    def _show_availability(self, avail: dict[str, Optional[str]]) -> None:
-        lines = []
+    @on(Availability)
+    def _show_availability(self, event: Availability) -> None:
+        avail = event.avail
+        missing = []
         for key, why in avail.items():
             try:
                 button = self.query_one(f"#backend-{key}", RadioButton)
@@ -155,13 +191,18 @@ class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
                 continue
             if why:
                 button.disabled = True
-                lines.append(f"{key}: {why}")
-        self.query_one("#availability", Static).update("\n".join(lines) if lines else "every backend is available")
+                missing.append(f"{key}: {why}")
+        choices = self.query_one(ChoiceSet)
+        pressed = choices.pressed_button
+        if pressed is not None and pressed.disabled:
+            self.query_one("#backend-auto", RadioButton).value = True
+        text = Text("; ".join(visible(m) for m in missing) if missing else "every backend is available",
+                    no_wrap=True, overflow="ellipsis")
+        self.query_one("#availability", Static).update(text)
+        self.query_one("#availability", Static).tooltip = "\n".join(visible(m) for m in missing)
 
     def _choice(self, backend: Optional[str] = None) -> Optional[RunChoice]:
-        if backend is None:
-            button = self.query_one(RadioSet).pressed_button
-            backend = (button.name if button is not None else None) or "auto"
+        backend = backend or self.query_one(ChoiceSet).chosen or "auto"
         try:
             iters = int(self.query_one("#iters", Input).value or self.iters)
         except ValueError:
@@ -189,8 +230,10 @@ class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
 
 # ---------------------------------------------------------------------- export
 
-EXPORT_FORMATS = (("driver", "runnable MIOpenDriver script (.sh)", ".sh"), ("csv", "CSV (.csv)", ".csv"),
-                  ("json", "JSON, the decode contract (.json)", ".json"))
+EXPORT_FORMATS = (("driver", "runnable MIOpenDriver script (.sh)", ".sh"), ("csv", "CSV, with run results (.csv)",
+                                                                          ".csv"),
+                  ("json", "JSON, the decode contract, with run results (.json)", ".json"))
+_EXT = {k: e for k, _, e in EXPORT_FORMATS}
 
 
 @dataclass(frozen=True)
@@ -200,25 +243,29 @@ class ExportChoice:
 
 
 def default_export_path(fmt: str, directory: str = ".") -> str:
-    ext = {k: e for k, _, e in EXPORT_FORMATS}[fmt]
-    return os.path.join(directory, "miotui_layers" + ext)
+    return os.path.join(directory, "miotui_layers" + _EXT[fmt])
 
 
 class ExportScreen(ModalScreen[Optional[ExportChoice]]):
-    """Export every unique layer (not only the filtered ones) to a file."""
+    """Export the layers the table shows (its filter and op tab apply), in its order."""
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel", id="export.cancel")]
 
-    def __init__(self, count: int, directory: str = ".") -> None:
+    def __init__(self, count: int, total: int, scope: str = "", directory: str = ".") -> None:
         super().__init__(classes="dialog-screen")
         self.count = count
+        self.total = total
+        self.scope = scope
         self.directory = directory
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="export-dialog"):
-            yield Label(f"Export {self.count:,} unique layers (most executed first)", classes="dialog-title")
-            yield Static("arrows choose, enter exports (space only selects, tab edits the file name)",
-                         classes="dim")
+            what = (f"Export the {self.count:,} layers the table shows" if self.count == self.total else
+                    f"Export {self.count:,} of {self.total:,} layers: the ones the table shows")
+            yield Label(Text(what), classes="dialog-title")
+            if self.scope:
+                yield Static(Text(visible(self.scope)), id="export-scope", classes="dim")
+            yield Static("arrows choose (the file name follows), enter exports, tab edits the name", classes="dim")
             with ChoiceSet(id="format"):
                 for i, (key, text, _) in enumerate(EXPORT_FORMATS):
                     yield RadioButton(text, value=i == 0, name=key, id=f"format-{key}")
@@ -237,29 +284,20 @@ class ExportScreen(ModalScreen[Optional[ExportChoice]]):
         fmt = event.pressed.name or "driver"
         path_input = self.query_one("#path", Input)
         base, ext = os.path.splitext(path_input.value)
-        if ext in {e for _, _, e in EXPORT_FORMATS} or not ext:
-            path_input.value = base + {k: e for k, _, e in EXPORT_FORMATS}[fmt]
+        if ext in _EXT.values() or not ext:
+            path_input.value = base + _EXT[fmt]
 
     def _choice(self, fmt: Optional[str] = None) -> Optional[ExportChoice]:
         path = self.query_one("#path", Input).value.strip()
         if not path:
             return None
         base, ext = os.path.splitext(path)
-        exts = {k: e for k, _, e in EXPORT_FORMATS}
         if fmt is None:
-            by_ext = {e: k for k, e in exts.items()}
-            if ext in by_ext:
-                # The user typed a name: its extension says what they want (x.csv is CSV).
-                fmt = by_ext[ext]
-            else:
-                choices = self.query_one(ChoiceSet)
-                buttons = list(choices.query(RadioButton))
-                index = choices._selected  # the highlighted option (see ChoiceSet)
-                button = buttons[index] if index is not None and 0 <= index < len(buttons) \
-                    else choices.pressed_button
-                fmt = (button.name if button is not None else None) or "driver"
-        elif ext in exts.values() and ext != exts[fmt]:
-            path = base + exts[fmt]
+            by_ext = {e: k for k, e in _EXT.items()}
+            # a typed name's extension says what the user wants (x.csv is CSV)
+            fmt = by_ext.get(ext) or self.query_one(ChoiceSet).chosen or "driver"
+        elif ext in _EXT.values() and ext != _EXT[fmt]:
+            path = base + _EXT[fmt]
         return ExportChoice(fmt, os.path.expanduser(path))
 
     @on(ChoiceSet.Chosen, "#format")

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
-from miotui.widgets.tail_view import printable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from miotui.app import MiotuiApp
+from miotui.safe_text import visible
 
 
 class UndecodedScreen(Screen):
@@ -23,8 +22,9 @@ class UndecodedScreen(Screen):
 
     BINDINGS = [Binding("escape,q,u", "back", "Back", id="undecoded.back")]
 
-    def __init__(self) -> None:
+    def __init__(self, catalog: Any) -> None:
         super().__init__(id="undecoded-screen")
+        self.catalog = catalog
 
     def compose(self) -> ComposeResult:
         yield Static("Loading undecoded lines…", id="undecoded-title")
@@ -36,21 +36,27 @@ class UndecodedScreen(Screen):
         table = self.query_one(DataTable)
         table.add_columns("line", "file", "reason", "text")
         table.focus()
-        app: MiotuiApp = self.app  # type: ignore[assignment]
-        self.run_worker(lambda: app.catalog.undecoded(), thread=True, group="undecoded", exit_on_error=False)
+        self._load()
 
-    def on_worker_state_changed(self, event: Any) -> None:
-        from textual.worker import WorkerState
-        if event.worker.group != "undecoded" or event.state != WorkerState.SUCCESS:
-            return
-        self.show_records(event.worker.result or [])
+    class Loaded(Message):
+        def __init__(self, records: Sequence[Any]) -> None:
+            super().__init__()
+            self.records = records
+
+    @work(thread=True, group="undecoded", exit_on_error=False)
+    def _load(self) -> None:
+        self.post_message(self.Loaded(self.catalog.undecoded()))
+
+    def on_undecoded_screen_loaded(self, message: Loaded) -> None:
+        self.show_records(message.records)
 
     def show_records(self, records: Sequence[Any]) -> None:
-        app: MiotuiApp = self.app  # type: ignore[assignment]
         table = self.query_one(DataTable)
         table.clear()
-        table.add_rows((r.line, r.file.rsplit("/", 1)[-1], r.reason, printable(r.text)[:300]) for r in records)
-        total = app.catalog.undecoded_count
+        # Text cells: a DataTable parses plain strings as markup, and these come from the log
+        table.add_rows((r.line, Text(visible(r.file.rsplit("/", 1)[-1])), Text(visible(r.reason)),
+                        Text(visible(r.text, tabsize=4)[:300])) for r in records)
+        total = self.catalog.undecoded_count
         title = Text(f"{total:,} undecoded", style="bold")
         if total > len(records):
             title.append(f" (the last {len(records):,} are kept)", style="dim")
@@ -61,7 +67,8 @@ class UndecodedScreen(Screen):
         self.app.pop_screen()
 
 
-def binding_rows(groups: Iterable[tuple[str, Sequence[Any]]], keymap: dict[str, str]) -> list[tuple[str, str, str, str]]:
+def binding_rows(groups: Iterable[tuple[str, Sequence[Any]]],
+                 keymap: dict[str, str]) -> list[tuple[str, str, str, str]]:
     """(group, keys, description, id) for every binding, with keymap overrides applied."""
     rows = []
     for group, bindings in groups:
@@ -70,7 +77,7 @@ def binding_rows(groups: Iterable[tuple[str, Sequence[Any]]], keymap: dict[str, 
             nice = ", ".join(k.replace("question_mark", "?").replace("slash", "/")
                              .replace("left_square_bracket", "[").replace("right_square_bracket", "]")
                              for k in keys.split(","))
-            rows.append((group, nice, b.description or b.action, b.id or ""))
+            rows.append((group, visible(nice), b.description or b.action, b.id or ""))
     return rows
 
 
@@ -93,7 +100,7 @@ class HelpScreen(ModalScreen[None]):
         t.add_column("binding id (remap it)", style="dim", no_wrap=True)
         last = None
         for group, keys, desc, bid in self.rows:
-            t.add_row(group if group != last else "", keys, desc, bid)
+            t.add_row(Text(group if group != last else ""), Text(keys), Text(desc), Text(bid))
             last = group
         note = Text.from_markup(
             "\nRemap keys in [b]~/.config/miotui/keymap.toml[/b] (or $MIOTUI_KEYMAP): "

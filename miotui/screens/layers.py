@@ -1,22 +1,32 @@
-"""The main screen: the unique-layer table, op tabs, filter, raw-log pane, status bar."""
+"""The main screen: the unique-layer table, op tabs, filter, raw-log pane, status bar.
+
+It shows what the app's live model holds (the app feeds it snapshots and run summaries)
+and asks the app for what it cannot do itself with
+:class:`~miotui.screens.messages.LayerAction` messages (run, copy, open the detail).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Tab, Tabs
+from textual.widgets import Footer, Input, Static, Tab, Tabs
 
+from miotui.safe_text import visible
+from miotui.screens.messages import LayerAction, ViewChanged
 from miotui.widgets.layer_table import LayerTable
+from miotui.widgets.log_pane import LogPane
 from miotui.widgets.status_bar import StatusBar
-from miotui.widgets.tail_view import TailView
 
-if TYPE_CHECKING:  # pragma: no cover
-    from miotui.app import MiotuiApp
+#: what to set so that MIOpen logs what miotui reads (the empty state says it)
+LOGGING_HINT = ("MIOpen logs nothing by default. Start the job with MIOPEN_ENABLE_LOGGING_CMD=1 (one line per "
+                "call: every layer), and MIOPEN_LOG_LEVEL=5 for MIOpen's chosen solvers; "
+                "MIOPEN_ENABLE_LOGGING=1 logs the full API trace.")
 
 
 class LayersScreen(Screen):
@@ -29,29 +39,32 @@ class LayersScreen(Screen):
         Binding("R", "run_with", "Run with…", id="layers.run_with"),
         Binding("d", "driver", "MIOpenDriver", id="layers.driver"),
         Binding("c", "copy", "Copy cmd", id="layers.copy"),
+        Binding("x", "cancel_run", "Cancel run", show=False, id="layers.cancel"),
         Binding("f", "follow", "Follow", id="layers.follow"),
         Binding("l", "toggle_log", "Raw log", id="layers.log"),
         Binding("s", "sort", "Sort", id="layers.sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, id="layers.reverse_sort"),
         Binding("right_square_bracket", "next_op", "Next op", show=False, id="layers.next_op"),
         Binding("left_square_bracket", "previous_op", "Previous op", show=False, id="layers.previous_op"),
+        Binding("q", "app.quit", "Quit", id="layers.quit"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, model: Any, *, follow: bool = False, default_path: str = "", sources: str = "") -> None:
         super().__init__(id="layers-screen")
+        self.model = model
+        self.sources = sources
+        self.follow_mode = follow
+        self.default_path = default_path
         self._op_tabs: dict[str, Tab] = {}
         self._op_counts: dict[str, int] = {}
         self._all_tab = Tab("all", id="op-all")
 
-    @property
-    def miotui(self) -> "MiotuiApp":
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield Tabs(self._all_tab, id="op-tabs")
         with Vertical(id="main"):
+            yield Static("", id="empty")
             yield LayerTable(id="layers")
-            yield TailView(id="tail")
+            yield LogPane(id="log-pane")
         yield Input(placeholder="filter: text, or op:conv dir:wrw dtype:fp16 n:>=64 exec:>100 "
                                 "(enter: keep, escape: clear)", id="filter")
         yield StatusBar(id="status")
@@ -59,11 +72,12 @@ class LayersScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.table
-        table.follow = self.miotui.follow_mode
-        table.flash_new = self.miotui.follow_mode
+        table.follow = self.follow_mode
+        table.flash_new = self.follow_mode
         table.focus()
         self.set_interval(0.5, table.tick_flash)
-        self.call_after_refresh(self.miotui.start_background)
+        if not table.model.rows:
+            self.set_empty_state(f"Reading {self.sources or 'the log'}…")
 
     @property
     def table(self) -> LayerTable:
@@ -74,8 +88,12 @@ class LayersScreen(Screen):
         return self.query_one("#status", StatusBar)
 
     @property
-    def tail(self) -> TailView:
-        return self.query_one("#tail", TailView)
+    def log_pane(self) -> LogPane:
+        return self.query_one("#log-pane", LogPane)
+
+    @property
+    def filter_text(self) -> str:
+        return self.query_one("#filter", Input).value
 
     # ------------------------------------------------------------------ updates from the app
 
@@ -83,12 +101,23 @@ class LayersScreen(Screen):
         info = self.table.apply_snapshots(snapshots)
         if info.new:
             self._refresh_op_tabs()
+        if self.log_visible and snapshots:
+            self.log_pane.grew()
+            snap = self.table.selected_snapshot
+            if snap is not None and any(s.id == snap.id for s in snapshots):
+                self.log_pane.show_layer(snap, self.default_path)
+
+    def set_empty_state(self, text: Optional[str]) -> None:
+        """Say why the table is empty (``None``: it is not)."""
+        empty = self.query_one("#empty", Static)
+        empty.set_class(text is not None, "visible")
+        if text is not None:
+            empty.update(Text(visible(text, newlines=True)))
 
     def _refresh_op_tabs(self) -> None:
         counts = self.table.model.op_counts
         tabs = self.query_one("#op-tabs", Tabs)
-        total = sum(counts.values())
-        self._all_tab.label = f"all {total}"
+        self._all_tab.label = f"all {sum(counts.values())}"
         for op in sorted(counts):
             label = f"{op} {counts[op]}"
             tab = self._op_tabs.get(op)
@@ -99,14 +128,30 @@ class LayersScreen(Screen):
             elif self._op_counts.get(op) != counts[op]:
                 tab.label = label
         self._op_counts = dict(counts)
+        self.call_after_refresh(self._realign_underline)
 
-    def show_tail(self, layer_title: str, layer_lines: list[tuple[int, str]],
-                  tail: list[tuple[str, int, str]]) -> None:
-        self.tail.set_content(layer_title, layer_lines, tail)
+    def _realign_underline(self) -> None:
+        """Move the op tabs' underline again once the new labels are laid out: Textual
+        moves it when a label changes, sometimes before the tab has its new width, and
+        it then stays under the old one ("all" instead of "all 132")."""
+        active = self.query_one("#op-tabs", Tabs).active_tab
+        if active is not None:
+            active.post_message(Tab.Relabelled(active))
 
     @property
-    def tail_visible(self) -> bool:
-        return self.tail.has_class("visible")
+    def log_visible(self) -> bool:
+        return self.log_pane.has_class("visible")
+
+    def scope_text(self) -> str:
+        """What limits the table's rows now (for the export dialog)."""
+        parts = []
+        model = self.table.model
+        if model.op_kind:
+            parts.append(f"op tab: {model.op_kind}")
+        if model.filter.active:
+            parts.append(f"filter: {model.filter.text}")
+        parts.append(f"sorted by {model.sort_key}{' (reversed)' if model.sort_reverse else ''}")
+        return "; ".join(parts)
 
     # ------------------------------------------------------------------ events
 
@@ -116,24 +161,24 @@ class LayersScreen(Screen):
         op = None if tab_id == "op-all" else tab_id[3:]
         if op != self.table.model.op_kind:
             self.table.set_op_kind(op)
-            self.miotui.refresh_status()
+            self.post_message(ViewChanged())
 
     @on(LayerTable.Selected)
     def _selected(self, event: LayerTable.Selected) -> None:
-        self.miotui.open_detail(event.index)
+        self.post_message(LayerAction("open", event.layer_id))
 
     @on(LayerTable.Highlighted)
     def _highlighted(self, event: LayerTable.Highlighted) -> None:
-        if self.tail_visible:
-            self.miotui.refresh_tail()
+        if self.log_visible:
+            self.log_pane.show_layer(self.table.selected_snapshot, self.default_path)
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         errors = self.table.set_filter(event.value)
         inp = event.input
-        inp.border_subtitle = "; ".join(errors) if errors else ""
+        inp.border_subtitle = visible("; ".join(errors)) if errors else ""
         inp.set_class(bool(errors), "error")
-        self.miotui.refresh_status()
+        self.post_message(ViewChanged())
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
@@ -149,7 +194,9 @@ class LayersScreen(Screen):
         inp.focus()
 
     def action_escape(self) -> None:
-        if self.miotui.cancel_current_run():
+        """escape: cancel the run in progress; else clear the filter."""
+        if self.model.runs.current is not None:
+            self.post_message(LayerAction("cancel", None))
             return
         inp = self.query_one("#filter", Input)
         if inp.value or inp.has_class("visible"):
@@ -157,44 +204,46 @@ class LayersScreen(Screen):
             inp.remove_class("visible")
             self.table.set_filter("")
             self.table.focus()
-            self.miotui.refresh_status()
+            self.post_message(ViewChanged())
 
-    def _selected_index(self) -> Optional[int]:
-        idx = self.table.cursor_index
-        if idx is None:
+    def _act(self, action: str) -> None:
+        layer_id = self.table.cursor_id
+        if layer_id is None:
             self.notify("No layer selected yet.", severity="warning")
-        return idx
+            return
+        self.post_message(LayerAction(action, layer_id))
 
     def action_run(self) -> None:
-        idx = self._selected_index()
-        if idx is not None:
-            self.miotui.run_default(idx)
+        self._act("run")
 
     def action_run_with(self) -> None:
-        idx = self._selected_index()
-        if idx is not None:
-            self.miotui.choose_and_run(idx)
+        self._act("run_with")
 
     def action_driver(self) -> None:
-        idx = self._selected_index()
-        if idx is not None:
-            self.miotui.launch_driver(idx)
+        self._act("driver")
 
     def action_copy(self) -> None:
-        idx = self._selected_index()
-        if idx is not None:
-            self.miotui.copy_command(idx)
+        self._act("copy")
+
+    def action_cancel_run(self) -> None:
+        self.post_message(LayerAction("cancel", None))
 
     def action_follow(self) -> None:
+        if not self.follow_mode:
+            self.notify("Not following: this log was read once. Start miotui with --follow (-f) to keep "
+                        "reading it as it grows; f then jumps to the newest layer.", severity="warning",
+                        timeout=6)
         self.table.action_follow()
         self.table.focus()
-        self.miotui.refresh_status()
+        self.post_message(ViewChanged())
 
     def action_toggle_log(self) -> None:
-        tail = self.tail
-        tail.toggle_class("visible")
-        if tail.has_class("visible"):
-            self.miotui.refresh_tail()
+        pane = self.log_pane
+        pane.toggle_class("visible")
+        if pane.has_class("visible"):
+            pane.show_layer(self.table.selected_snapshot, self.default_path)
+        elif not self.table.has_focus:
+            self.table.focus()
 
     def action_sort(self) -> None:
         from miotui.screens.dialogs import SortScreen

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from rich.text import Text
 
@@ -19,9 +19,10 @@ def bar(value: float, maximum: float, width: int) -> str:
     return out or "▏"
 
 
-def bar_chart(items: Sequence[tuple[str, Optional[float], str]], *, width: int = 40, unit: str = "ms",
-              title: str = "") -> Text:
-    """``items``: (label, value or None, note).  Bars scale to the largest value."""
+def bar_chart(items: Sequence[tuple[str, Optional[float], str]], *, width: int = 40,
+              fmt: Callable[[float], str] = str, title: str = "") -> Text:
+    """``items``: (label, value or None, note); ``fmt`` writes a value with its unit.
+    Bars scale to the largest value."""
     text = Text()
     if title:
         text.append(title + "\n", style="bold")
@@ -37,7 +38,7 @@ def bar_chart(items: Sequence[tuple[str, Optional[float], str]], *, width: int =
         b = bar(value, maximum, width)
         fastest = value == min(values) if values else False
         text.append(b.ljust(width), style="green" if fastest else "cyan")
-        text.append(f" {value:.4g} {unit}")
+        text.append(f" {fmt(value)}")
         if note:
             text.append(f"  {note}", style="dim")
         text.append("\n")

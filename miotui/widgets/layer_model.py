@@ -18,18 +18,27 @@ The filter language (``/`` in the app)::
     -op:pool  !dir:fwd    a leading - or ! negates
     n:>=64 exec:>100      numbers: = != > >= < <= and ranges 32..128
     filter:3              a dims field also matches when every dimension equals it (3x3, 3x3x3)
+
+Rows are keyed by the layer's id (``LayerSnapshot.id``: its arrival order, from 1),
+the number the ``#`` column shows and ``miotui run --log F --layer K`` takes.
+
+Columns have a *priority*: a narrow terminal shows the most important ones (``# op dir
+dtype``, the shape, executions, time, verdict) and a wider one adds the rest in order,
+as htop's column setup and k9s's wide view do (:func:`fit_columns`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from miotui import units
 from miotui.export import layer_columns
+from miotui.run_summary import RunSummary
+from miotui.safe_text import visible
 
 #: Seconds a new row stays highlighted.
 NEW_ROW_SECONDS = 2.0
@@ -44,80 +53,76 @@ class Column:
     max_width: int = 12
     optional: bool = False     # shown only when some row has a value (D, file)
     help: str = ""
+    #: 0 always shown; higher numbers appear as the terminal gets wider
+    priority: int = 5
+    #: takes the width left over (the solver name)
+    flex: bool = False
+    #: stays on screen when the table scrolls right
+    frozen: bool = False
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("index", "#", numeric=True, max_width=6, help="first-seen order"),
-    Column("file", "file", dynamic=True, max_width=22, optional=True, help="source file (several logs)"),
-    Column("op", "op", max_width=7),
-    Column("dir", "dir", max_width=9, help="direction: fwd, bwd (data), wrw (weights), fwd_train ..."),
-    Column("dtype", "dtype", max_width=7),
-    Column("layout", "layout", max_width=6),
-    Column("n", "N", numeric=True, max_width=6),
-    Column("c", "C", numeric=True, max_width=6),
-    Column("d", "D", numeric=True, max_width=5, optional=True),
-    Column("h", "H", numeric=True, max_width=6),
-    Column("w", "W", numeric=True, max_width=6),
-    Column("k", "K", numeric=True, max_width=6),
-    Column("filter", "filter", max_width=8, help="filter / pooling window"),
-    Column("pad", "pad", max_width=7),
-    Column("stride", "stride", max_width=7),
-    Column("dilation", "dil", max_width=7),
-    Column("groups", "g", numeric=True, max_width=5),
-    Column("mode", "mode", max_width=12),
-    Column("output", "output", max_width=16),
-    Column("executions", "exec", numeric=True, dynamic=True, max_width=13),
-    Column("finds", "find", numeric=True, dynamic=True, max_width=9),
-    Column("gflop", "GFLOP", numeric=True, max_width=8, help="GFLOP per call"),
-    Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm"),
-    Column("solver_ms", "ms", numeric=True, dynamic=True, max_width=9, help="MIOpen's logged time"),
-    Column("run_ms", "run ms", numeric=True, dynamic=True, max_width=9, help="last run: median time"),
-    Column("run_gflops", "GFLOP/s", numeric=True, dynamic=True, max_width=9, help="last run"),
-    Column("verdict", "verdict", dynamic=True, max_width=12, help="last run's verdict"),
+    Column("id", "#", numeric=True, max_width=6, help="the layer's id: its arrival order (miotui run --layer)",
+           priority=0, frozen=True),
+    Column("file", "file", dynamic=True, max_width=22, optional=True, help="source file (several logs)",
+           priority=2),
+    Column("op", "op", max_width=9, priority=0, frozen=True),
+    Column("dir", "dir", max_width=9, help="direction: fwd, bwd (data), wrw (weights), fwd_train ...",
+           priority=0, frozen=True),
+    Column("dtype", "dtype", max_width=7, priority=0, frozen=True),
+    Column("layout", "layout", max_width=6, priority=5),
+    Column("n", "N", numeric=True, max_width=6, priority=1),
+    Column("c", "C", numeric=True, max_width=6, priority=1),
+    Column("d", "D", numeric=True, max_width=5, optional=True, priority=2),
+    Column("h", "H", numeric=True, max_width=6, priority=1),
+    Column("w", "W", numeric=True, max_width=6, priority=1),
+    Column("k", "K", numeric=True, max_width=6, priority=1),
+    Column("filter", "filter", max_width=8, help="filter / pooling window", priority=1),
+    Column("pad", "pad", max_width=7, priority=2),
+    Column("stride", "stride", max_width=7, priority=2),
+    Column("dilation", "dil", max_width=7, priority=5),
+    Column("groups", "g", numeric=True, max_width=5, priority=5),
+    Column("mode", "mode", max_width=12, priority=5),
+    Column("output", "output", max_width=16, priority=5),
+    Column("executions", "exec", numeric=True, dynamic=True, max_width=13, priority=0),
+    Column("finds", "find", numeric=True, dynamic=True, max_width=9, priority=4),
+    Column("work", "work", numeric=True, max_width=11, help="FLOPs per call", priority=4),
+    Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm",
+           priority=3, flex=True),
+    Column("solver_ms", "MIOpen time", numeric=True, dynamic=True, max_width=11,
+           help="MIOpen's logged time for its chosen solver", priority=4),
+    Column("run_ms", "run time", numeric=True, dynamic=True, max_width=9,
+           help="last run: median time per call", priority=0),
+    Column("rate", "speed", numeric=True, dynamic=True, max_width=12,
+           help="last run: GFLOP/s for convolutions, GB/s for memory-bound layers", priority=2),
+    Column("verdict", "verdict", dynamic=True, max_width=16, help="last run's verdict", priority=0),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
+#: the widest a flex column grows to
+FLEX_MAX = 48
 
 #: Filter field names -> column keys.
 FIELD_ALIASES = {
-    "#": "index", "index": "index", "id": "index", "file": "file", "op": "op", "dir": "dir",
+    "#": "id", "index": "id", "id": "id", "file": "file", "op": "op", "dir": "dir",
     "direction": "dir", "dtype": "dtype", "type": "dtype", "layout": "layout", "n": "n", "c": "c", "d": "d",
     "h": "h", "w": "w", "k": "k", "filter": "filter", "fil": "filter", "window": "filter", "pad": "pad",
     "stride": "stride", "dil": "dilation", "dilation": "dilation", "g": "groups", "groups": "groups",
     "group": "groups", "mode": "mode", "out": "output", "output": "output", "exec": "executions",
-    "executions": "executions", "find": "finds", "finds": "finds", "gflop": "gflop", "solver": "solver",
-    "algo": "solver", "ms": "solver_ms", "run": "run_ms", "runms": "run_ms", "gflops": "run_gflops",
-    "verdict": "verdict", "src": "source", "source": "source", "warn": "warnings", "warnings": "warnings",
+    "executions": "executions", "find": "finds", "finds": "finds", "gflop": "work", "work": "work",
+    "flop": "work", "solver": "solver", "algo": "solver", "ms": "solver_ms", "run": "run_ms", "runms": "run_ms",
+    "time": "run_ms", "gflops": "rate", "speed": "rate", "rate": "rate", "verdict": "verdict", "src": "source",
+    "source": "source", "warn": "warnings", "warnings": "warnings",
 }
 DIMS_KEYS = frozenset({"filter", "pad", "stride", "dilation", "output"})
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """What the row shows about the latest run of the layer."""
-
-    ms: Optional[float]
-    gflops: Optional[float]
-    verdict: str          # ok, FAILED, error, refused, cancelled, running, queued
-    backend: str = ""
-
-
-def _fmt_num(v: Optional[float], digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return ""
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
 
 
 class Row:
     """One layer: its snapshot, its formatted cells and its search text."""
 
-    __slots__ = ("index", "snapshot", "values", "cells", "added", "result", "_search", "version")
+    __slots__ = ("id", "snapshot", "values", "cells", "added", "result", "_search", "version")
 
     def __init__(self, snapshot: Any, now: float) -> None:
-        self.index: int = snapshot.index
+        self.id: int = snapshot.id
         self.snapshot = snapshot
         self.values: dict[str, Any] = {}
         self.cells: dict[str, str] = {}
@@ -128,18 +133,18 @@ class Row:
         p = snapshot.problem
         cols = layer_columns(p)
         v = self.values
-        v["index"] = snapshot.index
+        v["id"] = snapshot.id
         v["op"] = p.op
         v["dir"] = p.direction
         v["dtype"] = p.dtype
         v["layout"] = p.layout
         for key in ("n", "c", "d", "h", "w", "k", "filter", "pad", "stride", "dilation", "groups", "mode", "output"):
             v[key] = cols[key]
-        v["gflop"] = p.flops / 1e9
-        for key in ("index", "op", "dir", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
+        v["work"] = p.flops
+        for key in ("id", "op", "dir", "dtype", "layout", "n", "c", "d", "h", "w", "k", "filter", "pad",
                     "stride", "dilation", "groups", "mode", "output"):
-            self.cells[key] = str(v[key])
-        self.cells["gflop"] = _fmt_num(v["gflop"])
+            self.cells[key] = visible(str(v[key]))
+        self.cells["work"] = units.flops(p.flops)
         self.set_snapshot(snapshot)
 
     def set_snapshot(self, snapshot: Any) -> None:
@@ -151,7 +156,7 @@ class Row:
         cells["finds"] = f"{snapshot.finds:,}" if snapshot.finds else ""
         files = tuple(getattr(snapshot, "files", ()))
         if files:
-            name = os.path.basename(files[0])
+            name = visible(os.path.basename(files[0]))
             cells["file"] = name if len(files) == 1 else f"{name} +{len(files) - 1}"
         else:
             cells["file"] = ""
@@ -160,13 +165,13 @@ class Row:
         solver = ann.get("solver", "")
         if not solver and ann.get("algorithm"):
             solver = f"algo {ann['algorithm']}"
-        v["solver"] = cells["solver"] = solver
+        v["solver"] = cells["solver"] = visible(solver)
         ms = ann.get("solver_time_ms", "")
         try:
             v["solver_ms"] = float(ms) if ms else None
         except ValueError:
             v["solver_ms"] = None
-        cells["solver_ms"] = _fmt_num(v["solver_ms"]) if v["solver_ms"] is not None else ms
+        cells["solver_ms"] = units.time_ms(v["solver_ms"]) if v["solver_ms"] is not None else visible(ms)
         self._search = None
         self.version += 1
 
@@ -174,11 +179,11 @@ class Row:
         self.result = result
         v, cells = self.values, self.cells
         v["run_ms"] = result.ms if result else None
-        v["run_gflops"] = result.gflops if result else None
+        v["rate"] = result.rate if result else None
         v["verdict"] = result.verdict if result else ""
-        cells["run_ms"] = _fmt_num(v["run_ms"])
-        cells["run_gflops"] = _fmt_num(v["run_gflops"])
-        cells["verdict"] = v["verdict"]
+        cells["run_ms"] = units.time_ms(v["run_ms"]) if v["run_ms"] is not None else ""
+        cells["rate"] = result.rate_text if result and result.rate is not None else ""
+        cells["verdict"] = result.verdict_text if result else ""
         self._search = None
         self.version += 1
 
@@ -330,17 +335,20 @@ class UpdateInfo:
 
 
 class LayerTableModel:
-    """Rows by layer index, plus the current view (the visible indices, in order)."""
+    """Rows by layer id, plus the current view (the visible ids, in order)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.rows: dict[int, Row] = {}
         self.view: list[int] = []
         self._pos: Optional[dict[int, int]] = None
-        self.sort_key = "index"
+        self.sort_key = "id"
         self.sort_reverse = False
         self.filter = parse_filter("")
         self.op_kind: Optional[str] = None
-        self.widths: dict[str, int] = {c.key: len(c.title) for c in COLUMNS}
+        # room for the sort arrow next to a one-letter title ("#▲")
+        self.widths: dict[str, int] = {c.key: max(2, len(c.title)) for c in COLUMNS}
+        #: the longest cell of each column, uncut (a flex column may grow to it)
+        self.natural: dict[str, int] = dict(self.widths)
         self.has_value: set[str] = set()
         self.op_counts: dict[str, int] = {}
         self.clock = clock
@@ -352,26 +360,26 @@ class LayerTableModel:
         new: list[int] = []
         changed: list[int] = []
         for snap in snapshots:
-            row = self.rows.get(snap.index)
+            row = self.rows.get(snap.id)
             if row is None:
                 row = Row(snap, now)
-                self.rows[snap.index] = row
+                self.rows[snap.id] = row
                 self.op_counts[row.values["op"]] = self.op_counts.get(row.values["op"], 0) + 1
-                new.append(snap.index)
+                new.append(snap.id)
             else:
                 row.set_snapshot(snap)
-                changed.append(snap.index)
+                changed.append(snap.id)
             self._grow_widths(row)
         view_changed = self._after_change(new, changed)
         return UpdateInfo(tuple(new), tuple(changed), view_changed)
 
-    def set_result(self, index: int, result: Optional[RunSummary]) -> bool:
-        row = self.rows.get(index)
+    def set_result(self, layer_id: int, result: Optional[RunSummary]) -> bool:
+        row = self.rows.get(layer_id)
         if row is None:
             return False
         row.set_result(result)
         self._grow_widths(row)
-        return self._after_change([], [index])
+        return self._after_change([], [layer_id])
 
     def _grow_widths(self, row: Row) -> None:
         widths = self.widths
@@ -379,6 +387,8 @@ class LayerTableModel:
             if text:
                 self.has_value.add(key)
                 n = len(text)
+                if n > self.natural[key]:
+                    self.natural[key] = n
                 if n > widths[key]:
                     widths[key] = min(n, COLUMN_BY_KEY[key].max_width)
 
@@ -394,7 +404,7 @@ class LayerTableModel:
             return True
         if not new:
             return False
-        fast = self.sort_key == "index" and not self.sort_reverse
+        fast = self.sort_key == "id" and not self.sort_reverse
         accepted = [i for i in sorted(new) if self._accepts(self.rows[i])]
         if not accepted:
             return False
@@ -418,7 +428,7 @@ class LayerTableModel:
         rows = [r for _, r in sorted(self.rows.items()) if self._accepts(r)]
         key = self.sort_key
         rows.sort(key=lambda r: r.sort_value(key), reverse=self.sort_reverse)
-        self.view = [r.index for r in rows]
+        self.view = [r.id for r in rows]
         self._pos = None
 
     # ------------------------------------------------------------------ view controls
@@ -442,19 +452,19 @@ class LayerTableModel:
         self.sort_key, self.sort_reverse = key, reverse
         self._rebuild()
 
-    def position(self, index: int) -> Optional[int]:
+    def position(self, layer_id: int) -> Optional[int]:
         if self._pos is None:
             self._pos = {idx: i for i, idx in enumerate(self.view)}
-        return self._pos.get(index)
+        return self._pos.get(layer_id)
 
     def visible_columns(self) -> list[Column]:
         return [c for c in COLUMNS if not c.optional or c.key in self.has_value]
 
-    def newest_index(self) -> Optional[int]:
+    def newest_id(self) -> Optional[int]:
         """The most recently first-seen layer that the view shows."""
         if not self.view:
             return None
-        if self.sort_key == "index" and not self.sort_reverse:
+        if self.sort_key == "id" and not self.sort_reverse:
             return self.view[-1]
         return max(self.view)
 
@@ -479,3 +489,45 @@ def format_cell(text: str, width: int, numeric: bool) -> str:
 
 def columns_for_keys(keys: Sequence[str]) -> list[Column]:
     return [COLUMN_BY_KEY[k] for k in keys]
+
+
+def fit_columns(candidates: Sequence[Column], widths: dict[str, int], width: int, wide: bool = False,
+                natural: Optional[dict[str, int]] = None) -> tuple[list[Column], dict[str, int]]:
+    """The columns to show in ``width`` cells, in table order, and their widths.
+
+    Columns are taken by priority (table order within one priority) while they fit;
+    the first that does not fit ends the choice, so what is shown is always "the most
+    important ones", never a scattering of small columns.  Priority 0 is always shown.
+    A ``flex`` column (the solver) asks for its longest value (up to ``FLEX_MAX``) before
+    less important columns get the rest, and takes what is left over at the end.
+    ``wide`` shows every column (the table scrolls sideways, the frozen columns stay)."""
+    out = dict(widths)
+    longest = dict(natural or widths)
+    if wide:
+        chosen = list(candidates)
+    else:
+        used = 1
+        keep: set[str] = set()
+        for col in sorted(candidates, key=lambda c: c.priority):
+            need = widths[col.key] + 1
+            if col.flex:
+                full = max(widths[col.key], min(FLEX_MAX, longest.get(col.key, 0))) + 1
+                if used + full <= width:
+                    out[col.key] = full - 1
+                    need = full
+                elif col.priority > 0 and used + need <= width:
+                    keep.add(col.key)          # squeezed: it takes whatever is left, nothing after it
+                    break
+            if col.priority > 0 and used + need > width:
+                break
+            keep.add(col.key)
+            used += need
+        chosen = [c for c in candidates if c.key in keep]
+    used = 1 + sum(out[c.key] + 1 for c in chosen)
+    for col in chosen:
+        if col.flex and used < width:
+            grow = min(width - used, min(FLEX_MAX, longest.get(col.key, out[col.key])) - out[col.key])
+            if grow > 0:
+                out[col.key] += grow
+                used += grow
+    return chosen, out

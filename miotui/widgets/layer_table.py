@@ -6,10 +6,14 @@ screen while rows are inserted above it, and flash new rows.  Rendering only the
 visible lines from the model (``render_line``), with a per-row cache keyed by the
 row's version, makes each of those cost what is on screen, not what is in the log.
 
-The cursor is a *layer* (its catalog index), not a position: when the order changes
+The cursor is a *layer* (its id), not a position: when the order changes
 the cursor stays on its layer, at the same screen line.  ``follow`` keeps the cursor on
 the newest layer as rows arrive; moving the cursor anywhere else pauses it, and
 ``new_while_paused`` counts what arrived meanwhile (the "N new" badge).
+
+Columns are chosen to fit the width (:func:`~miotui.widgets.layer_model.fit_columns`:
+by priority, the solver name taking what is left); ``w`` shows every column (the wide
+view), and scrolling it sideways keeps the frozen columns (``# op dir dtype``) in place.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from miotui.widgets.layer_model import Column, LayerTableModel, RunSummary, UpdateInfo, format_cell
+from miotui.run_summary import RunSummary
+from miotui.widgets.layer_model import Column, LayerTableModel, UpdateInfo, fit_columns, format_cell
 
 _VERDICT_CLASS = {"ok": "ok", "FAILED": "failed", "error": "failed", "refused": "warn", "cancelled": "warn",
-                  "running": "running", "queued": "running"}
+                  "n/a": "dim", "running": "running", "queued": "running"}
 
 
 class LayerTable(ScrollView, can_focus=True):
@@ -46,6 +51,7 @@ class LayerTable(ScrollView, can_focus=True):
         Binding("left", "scroll_left_cols", "Left", show=False, id="table.left"),
         Binding("right", "scroll_right_cols", "Right", show=False, id="table.right"),
         Binding("enter", "select", "Details", id="table.select"),
+        Binding("w", "toggle_wide", "Wide", id="table.wide"),
     ]
 
     COMPONENT_CLASSES = {
@@ -61,8 +67,13 @@ class LayerTable(ScrollView, can_focus=True):
         height: 1fr;
         & > .layer-table--header { text-style: bold; background: $panel; color: $foreground; }
         & > .layer-table--header-sorted { text-style: bold underline; background: $panel; color: $accent; }
-        & > .layer-table--cursor { background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground; }
-        &:focus > .layer-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; text-style: $block-cursor-text-style; }
+        & > .layer-table--cursor {
+            background: $block-cursor-blurred-background; color: $block-cursor-blurred-foreground;
+        }
+        &:focus > .layer-table--cursor {
+            background: $block-cursor-background; color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
         & > .layer-table--new { background: $success 30%; }
         & > .layer-table--even { background: $surface-lighten-1 40%; }
         & > .layer-table--ok { color: $success; text-style: bold; }
@@ -79,18 +90,18 @@ class LayerTable(ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved to another layer."""
 
-        def __init__(self, table: "LayerTable", index: Optional[int]) -> None:
+        def __init__(self, table: "LayerTable", layer_id: Optional[int]) -> None:
             super().__init__()
             self.table = table
-            self.index = index
+            self.layer_id = layer_id
 
     class Selected(Message):
         """Enter (or a double click) on a layer."""
 
-        def __init__(self, table: "LayerTable", index: int) -> None:
+        def __init__(self, table: "LayerTable", layer_id: int) -> None:
             super().__init__()
             self.table = table
-            self.index = index
+            self.layer_id = layer_id
 
     class SortChanged(Message):
         def __init__(self, table: "LayerTable", key: str, reverse: bool) -> None:
@@ -103,10 +114,14 @@ class LayerTable(ScrollView, can_focus=True):
                  classes: Optional[str] = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model = LayerTableModel()
-        self.cursor_index: Optional[int] = None
+        self.cursor_id: Optional[int] = None
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._columns: list[Column] = self.model.visible_columns()
+        self._widths: dict[str, int] = dict(self.model.widths)
+        self._frozen_width = 0
         self._widths_sig: tuple = ()
+        #: every column, scrolling sideways (k9s's wide view); else the columns that fit
+        self.wide = False
         self._flashing: set[int] = set()
         #: highlight rows as they arrive (off when reading a finished file: everything is new)
         self.flash_new = True
@@ -123,9 +138,9 @@ class LayerTable(ScrollView, can_focus=True):
         self._after_model_change(info.view_changed, anchor, new=info.new)
         return info
 
-    def set_result(self, index: int, result: Optional[RunSummary]) -> None:
+    def set_result(self, layer_id: int, result: Optional[RunSummary]) -> None:
         anchor = self._anchor()
-        changed = self.model.set_result(index, result)
+        changed = self.model.set_result(layer_id, result)
         self._after_model_change(changed, anchor)
 
     def set_filter(self, text: str) -> tuple[str, ...]:
@@ -154,59 +169,78 @@ class LayerTable(ScrollView, can_focus=True):
 
     @property
     def cursor_position(self) -> Optional[int]:
-        if self.cursor_index is None:
+        if self.cursor_id is None:
             return None
-        return self.model.position(self.cursor_index)
+        return self.model.position(self.cursor_id)
 
     def _anchor(self) -> Optional[tuple[int, int]]:
         """(layer, screen line) of the cursor, to keep it still across a reorder."""
         pos = self.cursor_position
-        if pos is None or self.cursor_index is None:
+        if pos is None or self.cursor_id is None:
             return None
-        return self.cursor_index, pos - round(self.scroll_y)
+        return self.cursor_id, pos - round(self.scroll_y)
 
     def _update_virtual_size(self) -> None:
-        self._columns = self.model.visible_columns()
-        widths = self.model.widths
+        model = self.model
+        width = self.size.width or 10_000       # not laid out yet: fit everything, redone on resize
+        if self.size.height and len(model.view) + 1 > self.size.height:
+            width -= self.styles.scrollbar_size_vertical      # the vertical scrollbar takes its share
+        self._columns, self._widths = fit_columns(model.visible_columns(), model.widths, width, self.wide,
+                                                  model.natural)
+        widths = self._widths
         total = 1 + sum(widths[c.key] + 1 for c in self._columns)
+        self._frozen_width = 1 + sum(widths[c.key] + 1 for c in self._columns if c.frozen)
         sig = tuple((c.key, widths[c.key]) for c in self._columns)
         if sig != self._widths_sig:
             self._widths_sig = sig
             self._cache.clear()
-        self.virtual_size = Size(total, len(self.model.view) + 1)
+        self.virtual_size = Size(total, len(model.view) + 1)
+
+    @property
+    def column_keys(self) -> list[str]:
+        """The keys of the columns on screen, in order."""
+        return [c.key for c in self._columns]
+
+    def action_toggle_wide(self) -> None:
+        """Every column (scroll sideways; ``# op dir dtype`` stay) or those that fit."""
+        self.wide = not self.wide
+        if not self.wide:
+            self.scroll_to(x=0, animate=False, immediate=True)
+        self._update_virtual_size()
+        self.refresh()
 
     def _after_model_change(self, view_changed: bool, anchor: Optional[tuple[int, int]], *,
                             new: tuple[int, ...] = (), keep_cursor_visible: bool = False) -> None:
         self._update_virtual_size()
         model = self.model
-        old_cursor = self.cursor_index
+        old_cursor = self.cursor_id
         if self.follow and model.view:
-            newest = model.newest_index()
-            self.cursor_index = newest
+            newest = model.newest_id()
+            self.cursor_id = newest
             self._scroll_to_cursor()
         else:
             if new and not self.follow:
                 accepted = [i for i in new if model.position(i) is not None]
                 if accepted:
                     self.new_while_paused += len(accepted)
-            if self.cursor_index is None or model.position(self.cursor_index) is None:
+            if self.cursor_id is None or model.position(self.cursor_id) is None:
                 # The cursor's layer left the view (filter): take the row now at its place.
                 if model.view:
                     line = anchor[1] if anchor else 0
                     target = max(0, min(len(model.view) - 1, round(self.scroll_y) + max(line, 0)))
-                    self.cursor_index = model.view[target]
+                    self.cursor_id = model.view[target]
                 else:
-                    self.cursor_index = None
+                    self.cursor_id = None
                 self._scroll_to_cursor()
-            elif view_changed and anchor is not None and anchor[0] == self.cursor_index:
-                pos = model.position(self.cursor_index)
+            elif view_changed and anchor is not None and anchor[0] == self.cursor_id:
+                pos = model.position(self.cursor_id)
                 if pos is not None:
                     if keep_cursor_visible:
                         self._scroll_to_cursor()
                     else:
                         self.scroll_to(y=max(0, pos - anchor[1]), animate=False, immediate=True)
-        if self.cursor_index != old_cursor:
-            self.post_message(self.Highlighted(self, self.cursor_index))
+        if self.cursor_id != old_cursor:
+            self.post_message(self.Highlighted(self, self.cursor_id))
         self.refresh()
 
     def _scroll_to_cursor(self) -> None:
@@ -222,6 +256,7 @@ class LayerTable(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
+        self._update_virtual_size()
         self._scroll_to_cursor()
 
     def notify_style_update(self) -> None:
@@ -235,11 +270,11 @@ class LayerTable(ScrollView, can_focus=True):
         if not view:
             return
         pos = max(0, min(len(view) - 1, pos))
-        index = view[pos]
-        changed = index != self.cursor_index
-        self.cursor_index = index
-        newest = self.model.newest_index()
-        if index == newest:
+        layer_id = view[pos]
+        changed = layer_id != self.cursor_id
+        self.cursor_id = layer_id
+        newest = self.model.newest_id()
+        if layer_id == newest:
             if not self.follow:
                 self.follow = True
             self.new_while_paused = 0
@@ -248,10 +283,10 @@ class LayerTable(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
         if changed:
-            self.post_message(self.Highlighted(self, index))
+            self.post_message(self.Highlighted(self, layer_id))
 
-    def move_cursor_to_index(self, index: int) -> None:
-        pos = self.model.position(index)
+    def move_cursor_to(self, layer_id: int) -> None:
+        pos = self.model.position(layer_id)
         if pos is not None:
             self._set_cursor_position(pos)
 
@@ -279,11 +314,11 @@ class LayerTable(ScrollView, can_focus=True):
 
     def action_follow(self) -> None:
         """Jump to the newest layer and keep following."""
-        newest = self.model.newest_index()
+        newest = self.model.newest_id()
         self.follow = True
         self.new_while_paused = 0
         if newest is not None:
-            self.move_cursor_to_index(newest)
+            self.move_cursor_to(newest)
 
     def action_scroll_left_cols(self) -> None:
         self.scroll_to(x=max(0, self.scroll_x - 8), animate=False)
@@ -292,15 +327,15 @@ class LayerTable(ScrollView, can_focus=True):
         self.scroll_to(x=self.scroll_x + 8, animate=False)
 
     def action_select(self) -> None:
-        if self.cursor_index is not None:
-            self.post_message(self.Selected(self, self.cursor_index))
+        if self.cursor_id is not None:
+            self.post_message(self.Selected(self, self.cursor_id))
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
         if offset.y == 0:
-            key = self.column_at(offset.x + round(self.scroll_x))
+            key = self.column_at(offset.x)
             if key is not None:
                 self.sort_by(key)
             return
@@ -311,8 +346,11 @@ class LayerTable(ScrollView, can_focus=True):
                 self.action_select()
 
     def column_at(self, x: int) -> Optional[str]:
+        """The column under screen column ``x`` (frozen columns do not scroll)."""
+        if x >= self._frozen_width:
+            x += round(self.scroll_x)
         at = 1
-        widths = self.model.widths
+        widths = self._widths
         for col in self._columns:
             w = widths[col.key] + 1
             if at <= x < at + w:
@@ -342,7 +380,12 @@ class LayerTable(ScrollView, can_focus=True):
             if row is None:
                 return Strip.blank(width, base)
             strip = self._row_strip(row, pos)
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+        frozen = self._frozen_width
+        if scroll_x <= 0 or frozen >= width:
+            return strip.crop_extend(scroll_x, scroll_x + width, base)
+        # the frozen columns stay; the rest scrolls under them
+        return Strip.join([strip.crop_extend(0, frozen, base),
+                           strip.crop_extend(frozen + scroll_x, scroll_x + width, base)])
 
     def _header_strip(self) -> Strip:
         key = ("header", self.model.sort_key, self.model.sort_reverse)
@@ -351,7 +394,7 @@ class LayerTable(ScrollView, can_focus=True):
             return cached
         header = self.get_component_rich_style("layer-table--header")
         sorted_style = self.get_component_rich_style("layer-table--header-sorted")
-        widths = self.model.widths
+        widths = self._widths
         segs = [Segment(" ", header)]
         for col in self._columns:
             title = col.title
@@ -367,12 +410,12 @@ class LayerTable(ScrollView, can_focus=True):
         return strip
 
     def _row_strip(self, row: Any, pos: int) -> Strip:
-        is_cursor = row.index == self.cursor_index
-        is_new = row.index in self._flashing and self.model.is_new(row)
+        is_cursor = row.id == self.cursor_id
+        is_new = row.id in self._flashing and self.model.is_new(row)
         if not is_new:
-            self._flashing.discard(row.index)
+            self._flashing.discard(row.id)
         focused = self.has_focus
-        key = (row.index, row.version, is_cursor, is_new, pos % 2, focused)
+        key = (row.id, row.version, is_cursor, is_new, pos % 2, focused)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -385,7 +428,7 @@ class LayerTable(ScrollView, can_focus=True):
             style = base + self.get_component_rich_style("layer-table--even")
         else:
             style = base
-        widths = self.model.widths
+        widths = self._widths
         cells = row.cells
         # Cells sharing a style are joined into one segment (a row is ~3 segments, not ~27).
         segs: list[Segment] = []
@@ -398,7 +441,7 @@ class LayerTable(ScrollView, can_focus=True):
                 cls = _VERDICT_CLASS.get(row.result.verdict)
                 if cls:
                     cell_style = style + self.get_component_rich_style(f"layer-table--{cls}")
-            elif col.key == "index" and not is_cursor:
+            elif col.key == "id" and not is_cursor:
                 cell_style = style + self.get_component_rich_style("layer-table--dim")
             if cell_style is not run_style:
                 segs.append(Segment("".join(run), run_style))
@@ -428,15 +471,15 @@ class LayerTable(ScrollView, can_focus=True):
             lines.append("".join(seg.text for seg in strip).rstrip())
         return lines
 
-    def row_text(self, index: int) -> dict[str, str]:
-        row = self.model.rows.get(index)
+    def row_text(self, layer_id: int) -> dict[str, str]:
+        row = self.model.rows.get(layer_id)
         return dict(row.cells) if row else {}
 
     @property
     def selected_snapshot(self) -> Optional[Any]:
-        if self.cursor_index is None:
+        if self.cursor_id is None:
             return None
-        row = self.model.rows.get(self.cursor_index)
+        row = self.model.rows.get(self.cursor_id)
         return row.snapshot if row else None
 
 

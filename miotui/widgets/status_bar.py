@@ -2,7 +2,10 @@
 
 One line of text built from a frozen :class:`StatusInfo`, plus a progress bar that is
 shown only while a large file's existing content is being scanned.  Re-rendered only
-when the info differs from the last one (the app sends it ~10 times a second).
+when the info differs from the last one (the app sends it ~10 times a second).  File
+names, events and job names come from outside: each is made visible
+(:func:`miotui.safe_text.visible`) before it is drawn, so a file named with an escape
+sequence cannot drive the terminal on every repaint.
 """
 
 from __future__ import annotations
@@ -15,13 +18,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
+from miotui import units
+from miotui.safe_text import visible
 
 
 @dataclass(frozen=True)
@@ -80,13 +78,16 @@ class StatusBar(Horizontal):
         if info.new_badge:
             t.append(f" ▼ {info.new_badge} new ", style="bold reverse")
             t.append(" ")
-        t.append(f" {info.sources} ", style="bold")
+        t.append(f" {visible(info.sources)} ", style="bold")
         if info.follow_state:
             style = "bold" if info.follow_state.startswith("follow") else ""
             if any(w in info.follow_state for w in ("truncated", "rotated", "deleted", "waiting", "error")):
                 style = "bold yellow"
-            t.append(f"[{info.follow_state}] ", style=style)
-        t.append(f"{human_bytes(info.bytes)} · {info.lines:,} lines")
+            t.append(f"[{visible(info.follow_state)}] ", style=style)
+        if info.run:                  # a run in progress matters more than the byte count
+            t.append(visible(info.run), style="italic")
+            t.append(" · ")
+        t.append(f"{units.size(info.bytes)} · {info.lines:,} lines")
         if info.lines_per_s >= 1:
             t.append(f" · {info.lines_per_s:,.0f} lines/s")
         t.append(f" · {info.layers_shown:,}/{info.layers_total:,} layers")
@@ -94,11 +95,9 @@ class StatusBar(Horizontal):
             t.append(f" · {info.undecoded:,} undecoded (u)", style="yellow")
         if info.job:
             t.append(" · ")
-            t.append(info.job, style="green" if info.job_ok else ("red" if info.job_ok is False else ""))
-        if info.run:
-            t.append(" · ")
-            t.append(info.run, style="italic")
+            t.append(visible(info.job), style="green" if info.job_ok else ("red" if info.job_ok is False else ""))
         if info.event:
             t.append(" · ")
-            t.append(info.event, style="bold yellow" if info.event_kind not in ("opened", "caught-up") else "")
+            t.append(visible(info.event),
+                     style="bold yellow" if info.event_kind not in ("opened", "caught-up") else "")
         return t

@@ -1,0 +1,241 @@
+"""What the detail screen draws, as Rich renderables built from plain data.
+
+Every string that comes from a log, a driver, a file or the environment goes through
+:func:`t` (``safe_text.visible``, then a ``Text``: never markup), so a log line carrying
+an escape sequence or ``[link=...]`` shows as text and drives nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional, Sequence
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from miotui import units
+from miotui.run_summary import driver_comparison, noise_warning, settings_text, severity, status_text, verdict_of
+from miotui.safe_text import visible
+from miotui.widgets.bar_chart import bar_chart
+
+#: Annotation names shown under "MIOpen's choice", with their labels.
+CHOICE_LABELS = (
+    ("solver", "solver"), ("solver_id", "solver id"), ("algorithm", "algorithm"),
+    ("solver_time_ms", "time (ms)"), ("workspace", "workspace"), ("perf_config", "perf config"),
+    ("find_result", "find result"), ("driver_kernel_ms", "driver kernel (ms)"),
+    ("driver_verdict", "driver verdict"), ("driver_error", "driver error"),
+    ("driver_tolerance", "driver tolerance"), ("driver_reference", "driver reference"),
+)
+_VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
+
+
+def t(value: Any, style: str = "") -> Text:
+    """Untrusted text, made visible, as a Text (never parsed as markup)."""
+    return Text(visible(str(value), newlines=True, tabsize=4), style=style)
+
+
+def shape(values: Sequence[int]) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def kv_table(title: str, rows: Sequence[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
+                  padding=(0, 1), expand=False)
+    table.add_column("name", style="dim", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for name, value in rows:
+        table.add_row(t(name), value if isinstance(value, Text) else t(value))
+    return table
+
+
+def derived_rows(problem: Any, reference_bytes: Optional[int]) -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = [("input (N,C,[D,]H,W)", shape(problem.input_shape))]
+    if hasattr(problem, "weight_shape"):
+        rows.append(("weights (MIOpen order)", shape(problem.weight_shape)))
+    rows.append(("output", shape(problem.output_shape)))
+    flops, moved = problem.flops, problem.bytes_moved
+    rows.append(("work per call", f"{units.flops(flops)} ({flops:,} FLOP)"))
+    rows.append(("bytes moved (x, w, y once)", f"{units.size(moved)} ({moved:,} bytes)"))
+    rows.append(("arithmetic intensity", f"{units.sig(flops / moved if moved else 0)} FLOP/byte"))
+    rows.append(("judged by", "bandwidth (GB/s): a memory-bound layer" if units.memory_bound(problem)
+                 else "compute rate (FLOP/s)"))
+    if reference_bytes is None:
+        rows.append(("reference run needs", Text("computing…", style="dim")))
+    elif reference_bytes < 0:
+        rows.append(("reference run needs", Text("unknown (no reference for this layer)", style="dim")))
+    else:
+        rows.append(("reference run needs", f"{units.size(reference_bytes)} of memory (fp32 reference)"))
+    return rows
+
+
+def choice_table(snap: Any) -> Table:
+    history = dict(getattr(snap, "annotation_history", ()) or ())
+    ann = dict(snap.annotations)
+    choice: list[tuple[str, Any]] = []
+    for name, label in CHOICE_LABELS:
+        values = history.get(name) or ((ann[name],) if name in ann else ())
+        if values:
+            choice.append((label, "\n".join(values)))
+    known = {n for n, _ in CHOICE_LABELS}
+    for name, value in snap.annotations:
+        if name not in known:
+            choice.append((name, value))
+    if not choice:
+        choice.append(("", Text("nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)",
+                                style="dim")))
+    return kv_table("MIOpen's choice", choice)
+
+
+def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = True) -> Table:
+    p = snap.problem
+    fields = kv_table("Fields", [(k, "x".join(map(str, v)) if isinstance(v, list) else v)
+                                 for k, v in p.to_dict().items()])
+    seen = [("executions", f"{snap.executions:,}"), ("finds", f"{snap.finds:,}"),
+            ("other mentions", f"{snap.mentions:,}"), ("first line", snap.first_line),
+            ("last line", snap.last_line), ("seen in", ", ".join(snap.sources) or "—")]
+    if snap.files:
+        seen.append(("files", "\n".join(snap.files)))
+    right = Table.grid()
+    right.add_row(kv_table("Derived", derived_rows(p, reference_bytes)))
+    right.add_row(Text(""))
+    right.add_row(kv_table("How it was seen", seen))
+    right.add_row(Text(""))
+    right.add_row(choice_table(snap))
+    grid = Table.grid(padding=(0, 4))
+    if side_by_side:
+        grid.add_row(fields, right)
+    else:                       # a narrow terminal: one column, nothing folded
+        grid.add_row(right)
+        grid.add_row(Text(""))
+        grid.add_row(fields)
+    return grid
+
+
+def warnings_text(warnings: Sequence[str]) -> Text:
+    out = Text()
+    if warnings:
+        out.append("Warnings\n", style="bold yellow")
+        for w in warnings:
+            out.append("  • ")
+            out.append(t(w, "yellow"))
+            out.append("\n")
+    return out
+
+
+def comparison_text(snap: Any, results: Sequence[Any]) -> Text:
+    """MIOpen's logged verdict next to miotui's, and why they differ (empty when the log
+    has no driver verdict for the layer)."""
+    lines = driver_comparison(snap.annotations, results)
+    out = Text()
+    if lines:
+        out.append("MIOpen's verdict and miotui's", style="bold")
+        for line in lines:
+            out.append("\n  ")
+            out.append(t(line, "yellow" if line.startswith("Why") else ""))
+    return out
+
+
+def run_state_text(state: str, progress: str, position: int) -> Text:
+    """What is happening to this layer's run right now."""
+    out = Text()
+    if state == "running":
+        out.append("Running: ", style="bold italic")
+        out.append(t(progress or "starting…", "italic"))
+        out.append("   (x cancels it)", style="dim")
+    elif state == "queued":
+        out.append(f"Queued: {position} in line behind the run in progress", style="italic")
+        out.append("   (x takes it out of the queue)", style="dim")
+    return out
+
+
+def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, narrow: bool = False) -> Any:
+    """The newest result per backend (with a bar chart when several ran), then every run
+    of this layer with when it ran and its settings.  ``narrow`` (an 80-column terminal)
+    keeps the columns that decide (median, spread, speed, verdict) and moves the rest
+    into each backend's note."""
+    if not latest:
+        if state:
+            return Text("No result yet: the run above is " + state + ".", style="dim")
+        return Text("No run yet: r runs it on the reference, R chooses backends, d launches MIOpenDriver.",
+                    style="dim")
+    table = Table(title="Runs (newest per backend)", title_justify="left", title_style="bold", expand=False,
+                  padding=(0, 1))
+    columns = ("backend", "verdict", "median", "spread", "speed") if narrow else \
+        ("backend", "verdict", "median", "min–max", "spread", "JIT", "speed", "error ≤ tolerance")
+    for col in columns:
+        table.add_column(col, justify="left" if col in ("backend", "verdict") else "right", no_wrap=True)
+    notes: list[Text] = []
+    for r in latest:
+        v = r.verification
+        verdict = verdict_of(r)
+        vtext = Text(verdict, style=_VERDICT_STYLE[severity(verdict)])
+        if r.noisy:
+            vtext.append(" noisy", style="bold yellow")
+        if r.cached:
+            vtext.append(" cached", style="bold magenta")
+        spread = units.ratio(r.spread) if r.spread is not None else units.MISSING
+        span = units.MISSING if r.min_ms is None else f"{units.time_ms(r.min_ms)}–{units.time_ms(r.max_ms)}"
+        check = units.MISSING if v is None else \
+            f"{units.sci(getattr(v, 'error', v.rms_range))} {'≤' if v.ok else '>'} {units.sci(v.tolerance)}"
+        cells = {"backend": t(r.backend), "verdict": vtext, "median": units.time_ms(r.median_ms), "min–max": span,
+                 "spread": Text(spread, style="bold yellow" if r.noisy else ""), "JIT": units.time_ms(r.jit_ms),
+                 "speed": units.throughput(r.problem, r.gflops, r.gbps), "error ≤ tolerance": check}
+        table.add_row(*(cells[c] for c in columns))
+        line = Text(f"{visible(r.backend)}: ", style="bold")
+        parts = [status_text(r) if verdict != "ok" else "",
+                 f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
+                 r.engine, r.message if verdict == "ok" else "", r.note, v.how if v else "",
+                 f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
+        line.append(t("; ".join(p.rstrip(". ") for p in parts if p)))
+        notes.append(line)
+        warning = noise_warning(r)
+        if warning:
+            notes.append(Text("  ⚠ " + warning, style="yellow"))
+    items: list[Any] = [table, *notes]
+    timed = [(r.backend, r.median_ms, "" if r.median_ms else status_text(r)) for r in latest]
+    if sum(1 for _, ms, _ in timed if ms) > 1:
+        items.append(Text(""))
+        items.append(bar_chart(timed, width=36, fmt=units.time_ms, title="median time per call (shorter is faster)"))
+    if history:
+        items.append(Text(""))
+        items.append(history_table(history, narrow))
+    return Group(*items)
+
+
+def history_table(history: Sequence[Any], narrow: bool = False) -> Table:
+    """Every kept run of the layer, newest first: when, what, how, and the result."""
+    table = Table(title=f"Run history ({len(history)})", title_justify="left", title_style="bold",
+                  expand=False, padding=(0, 1), box=None, header_style="bold dim")
+    columns = ("when", "backend", "settings", "median", "spread", "verdict") if narrow else \
+        ("when", "backend", "settings", "median", "min–max", "spread", "verdict")
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("median", "min–max", "spread") else "left", no_wrap=True)
+    for rec in reversed(history):
+        r = rec.result
+        verdict = verdict_of(r)
+        vtext = Text(verdict, style=_VERDICT_STYLE[severity(verdict)])
+        if r.cached:
+            vtext.append(" (cached)", style="magenta")
+        span = units.MISSING if r.min_ms is None else f"{units.time_ms(r.min_ms)}–{units.time_ms(r.max_ms)}"
+        cells = {"when": time.strftime("%H:%M:%S", time.localtime(rec.started)), "backend": t(r.backend),
+                 "settings": settings_text(r.settings, short=narrow), "median": units.time_ms(r.median_ms),
+                 "min–max": span, "spread": Text(units.ratio(r.spread), style="bold yellow" if r.noisy else ""),
+                 "verdict": vtext}
+        table.add_row(*(cells[c] for c in columns))
+    return table
+
+
+def env_table(env: dict, pid: Optional[int]) -> Table:
+    rows = list(env.items()) or [("", Text("no MIOPEN_* variables set", style="dim"))]
+    return kv_table(f"MIOPEN_* environment of the job (pid {pid})", rows)
+
+
+def raw_text(raw: Sequence[tuple[int, str]]) -> Text:
+    out = Text()
+    out.append("Raw log lines (first sighting)\n", style="bold")
+    for n, line in raw:
+        out.append(f"{n:>8} │ ", style="dim")
+        out.append(t(visible(line, tabsize=4)))
+        out.append("\n")
+    return out
