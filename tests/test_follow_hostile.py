@@ -337,3 +337,35 @@ def test_a_log_moved_away_is_a_rotation_not_a_deletion(tmp_path, reader_factory)
     assert wait_for(lambda: batches(cat) == {1: 2, 6: 1})
     kinds = [e.kind for e in reader.drain_events()]
     assert "rotated" in kinds and "deleted" not in kinds
+
+
+def test_gzip_read_once_closes_its_descriptors(tmp_path, reader_factory):
+    import gzip
+    log = tmp_path / "train.log.gz"
+    with gzip.open(log, "wt") as fh:
+        fh.write(conv(1) * 5)
+    before = len(os.listdir("/proc/self/fd"))
+    cat, reader = reader_factory([log], follow=True)
+    assert wait_for(lambda: reader.finished)
+    assert batches(cat) == {1: 5}
+    reader.stop()
+    assert len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_a_damaged_gzip_keeps_what_came_before(tmp_path, reader_factory):
+    import gzip
+    log = tmp_path / "train.log.gz"
+    data = gzip.compress((conv(1) * 2000).encode())
+    log.write_bytes(data[:len(data) // 2])        # cut in the middle
+    cat, reader = reader_factory([log], follow=False)
+    assert wait_for(lambda: reader.finished)
+    assert 0 < batches(cat).get(1, 0) < 2000
+    assert any(e.kind == "error" and "damaged" in e.message for e in reader.drain_events())
+
+
+def test_a_file_named_twice_or_also_matched_by_a_glob_is_read_once(tmp_path, reader_factory):
+    log = tmp_path / "rank0.log"
+    log.write_text(conv(1))
+    cat, reader = reader_factory([log, log, tmp_path / "rank*.log"], follow=False)
+    assert wait_for(lambda: reader.finished)
+    assert batches(cat) == {1: 1} and len(reader.sources) == 1

@@ -51,7 +51,7 @@ MAX_HOSTS = 16
 #: Seconds without new data before a file is looked at less and less often.
 ACTIVE_GRACE_S = 2.0
 #: Idle looks are rounded up to a multiple of this many seconds (see ``Source._idle``).
-IDLE_QUANTUM = 0.05
+IDLE_QUANTUM = 0.1
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 #: What may precede MIOpen's prefix on a line: a host name or a launcher's rank tag
@@ -151,12 +151,6 @@ class Source:
         return SourceStats(self.path, self.label, self.state, self.bytes_read, self.tail.line_count, bps, lps,
                            behind, tuple(self.hosts))
 
-    def stream_fd(self) -> Optional[int]:
-        """The descriptor the reader may wait on (a stream with a writer), else None."""
-        if self._stream and self._fd is not None and (self.is_stdin or self._writer):
-            return self._fd
-        return None
-
     # ------------------------------------------------------------------ feeding
 
     def _feed(self, data: bytes) -> None:
@@ -223,11 +217,15 @@ class Source:
 
     def close(self) -> None:
         if self._gz is not None:
-            try:
-                self._gz.close()
-            except Exception:
-                pass
+            raw = self._gz.fileobj
+            for closing in (self._gz, raw):
+                try:
+                    if closing is not None:
+                        closing.close()
+                except Exception:
+                    pass
             self._gz = None
+            self._fd = None    # closed with its file object
         if self._fd is not None:
             self.reader.forget_stream(self._fd)
         if self._fd is not None and not self.is_stdin:
@@ -246,14 +244,11 @@ class Source:
 
     # ------------------------------------------------------------------ scheduling
 
-    def _again_in(self, now: float, seconds: float) -> None:
-        self.due = now + seconds
-
-    def _idle(self, now: float, cap: float) -> None:
+    def _idle(self, now: float, cap: float = 0.0) -> None:
         """Nothing new: look again soon while the file was active lately, then less often.
 
         Idle looks fall on a grid of ``IDLE_QUANTUM`` seconds, so 1 000 idle files wake
-        the reader 20 times a second at most, not 1 000 times."""
+        the reader 10 times a second at most, not 1 000 times."""
         active, idle_cap = self.reader.intervals()
         if now - self.last_data < ACTIVE_GRACE_S:
             self.interval = active
@@ -295,7 +290,7 @@ class Source:
         if not self._stream_poll.poll(0):
             self.initial_done = True
             self.busy = False
-            self._idle(now, 0)
+            self._idle(now)
             return False
         data = os.read(fd, self.reader.chunk)
         if not data:
@@ -345,7 +340,7 @@ class Source:
                 again = "waiting for it" if state == "waiting" else "retrying, like tail -F"
                 self._event("waiting", f"{self.path} {why}; {again}")
             self.busy = False
-            self._idle(now, 0)
+            self._idle(now)
             return False
         before = self.state
         self._problem = ""
@@ -373,12 +368,13 @@ class Source:
         self.due = 0.0
         if self.is_gzip:
             import gzip
-            self._gz = gzip.GzipFile(fileobj=os.fdopen(os.dup(fd), "rb"), mode="rb")
+            self._gz = gzip.GzipFile(fileobj=os.fdopen(fd, "rb"), mode="rb")   # its file owns fd now
             self.initial_size = self.known_size = st.st_size
             self.state = "reading"
             if announce:
                 self._event("opened", f"{self.path} (gzip: read once, not followed)")
             return
+        self._writer = False
         if stat.S_ISREG(st.st_mode):
             self._stream = False
             if not self.initial_done:
@@ -389,7 +385,6 @@ class Source:
                 self._event("opened", f"{self.path}: {st.st_size:,} bytes")
             return
         self._stream = True
-        self._writer = False
         self.state = "waiting for a writer"
         kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device"
         if announce:
@@ -519,7 +514,7 @@ class Source:
         self.state = "deleted" if self._deleted else "following"
         self._look_at_the_name()
         if not self.busy:
-            self._idle(now, 0)
+            self._idle(now)
         return False
 
     def _caught_up(self) -> None:
