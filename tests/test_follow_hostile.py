@@ -16,41 +16,13 @@ from miotui.logs.fingerprint import Fingerprint
 from miotui.logs.follow import LogReader
 from miotui.logs.follow_source import lead_label
 
-CONV = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {n} -c 8 -H 16 -W 16 -k 8 "
-        "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
-
-
-def conv(n: int) -> str:
-    return CONV.format(n=n)
-
-
-def wait_for(cond, timeout: float = 5.0, step: float = 0.01) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
-
-
-def batches(cat: Catalog) -> dict[int, int]:
-    return {s.problem.n: s.executions for s in cat.layers()}
+from follow_support import batches, before_each_feed, conv, started_readers, wait_for
 
 
 @pytest.fixture
 def reader_factory():
-    readers: list[LogReader] = []
-
-    def make(paths, follow=True, **kw):
-        cat = Catalog()
-        r = LogReader(cat, [str(p) for p in paths], follow=follow, poll_interval=0.01, **kw)
-        readers.append(r)
-        r.start()
-        return cat, r
-
-    yield make
-    for r in readers:
-        r.stop()
+    with started_readers() as make:
+        yield make
 
 
 # ---------------------------------------------------------------------- transient errors are retried
@@ -250,15 +222,8 @@ def test_a_glob_of_many_files_is_read_by_one_thread(tmp_path, reader_factory):
 
 
 def test_the_scanner_is_fed_in_bounded_pieces(tmp_path, reader_factory, monkeypatch):
-    from miotui.logs.scan import LogScanner
     sizes: list[int] = []
-    real_feed = LogScanner.feed
-
-    def spy(self, data):
-        sizes.append(len(data))
-        real_feed(self, data)
-
-    monkeypatch.setattr(LogScanner, "feed", spy)
+    before_each_feed(monkeypatch, lambda data: sizes.append(len(data)))
     log = tmp_path / "big.log"
     log.write_text(conv(1) * 20_000)     # ~3 MB
     cat, reader = reader_factory([log], follow=False)
@@ -269,14 +234,7 @@ def test_the_scanner_is_fed_in_bounded_pieces(tmp_path, reader_factory, monkeypa
 
 
 def test_a_big_initial_scan_does_not_starve_a_live_file(tmp_path, reader_factory, monkeypatch):
-    from miotui.logs.scan import LogScanner
-    real_feed = LogScanner.feed
-
-    def slow_feed(self, data):
-        time.sleep(0.002)
-        real_feed(self, data)
-
-    monkeypatch.setattr(LogScanner, "feed", slow_feed)
+    before_each_feed(monkeypatch, lambda data: time.sleep(0.002))
     big = tmp_path / "a_big.log"
     big.write_text(conv(1) * 60_000)     # ~9 MB: ~300 pieces, ~0.6 s of sleeping alone
     live = tmp_path / "b_live.log"
@@ -369,3 +327,53 @@ def test_a_file_named_twice_or_also_matched_by_a_glob_is_read_once(tmp_path, rea
     cat, reader = reader_factory([log, log, tmp_path / "rank*.log"], follow=False)
     assert wait_for(lambda: reader.finished)
     assert batches(cat) == {1: 1} and len(reader.sources) == 1
+
+
+# ---------------------------------------------------------------------- told (inotify) or asking (polling)
+
+def test_without_inotify_polling_alone_follows_appends_truncation_and_rotation(tmp_path, reader_factory,
+                                                                                monkeypatch):
+    monkeypatch.setattr(follow, "open_watcher", lambda: None)   # as on a system without inotify
+    log = tmp_path / "train.log"
+    log.write_text(conv(1))
+    cat, reader = reader_factory([log])
+    assert wait_for(lambda: batches(cat) == {1: 1})
+    assert reader._watcher is None
+    with open(log, "a") as fh:
+        fh.write(conv(2))
+    assert wait_for(lambda: batches(cat) == {1: 1, 2: 1})
+    os.truncate(log, 0)
+    with open(log, "a") as fh:
+        fh.write(conv(3))
+    assert wait_for(lambda: batches(cat) == {1: 1, 2: 1, 3: 1})
+    os.rename(log, tmp_path / "train.log.1")
+    log.write_text(conv(4))
+    assert wait_for(lambda: batches(cat) == {1: 1, 2: 1, 3: 1, 4: 1})
+
+
+def _has_inotify() -> bool:
+    w = follow.open_watcher()
+    if w is None:
+        return False
+    w.close()
+    return True
+
+
+@pytest.mark.skipif(not _has_inotify(), reason="no inotify here")
+def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(tmp_path, monkeypatch):
+    log = tmp_path / "quiet.log"
+    log.write_text(conv(1))
+    reader = LogReader(Catalog(), [str(log)], follow=True, poll_interval=60.0)
+    cat = reader.catalog
+    reader.start()
+    try:
+        assert wait_for(lambda: batches(cat) == {1: 1} and reader.sources[0].state == "following")
+        assert reader.sources[0].due - time.monotonic() > 30, "the next look is a minute away"
+        with open(log, "a") as fh:
+            fh.write(conv(2))
+        assert wait_for(lambda: batches(cat) == {1: 1, 2: 1})
+        (tmp_path / "other.log").write_text("x\n")    # a change to another file in the directory
+        os.unlink(log)
+        assert wait_for(lambda: reader.sources[0].state == "deleted")
+    finally:
+        reader.stop()
