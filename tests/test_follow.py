@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from follow_support import batches, conv, started_readers, wait_for
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,42 +19,11 @@ from miotui.demo import DemoReplay, steady_iteration
 from miotui.logs.follow import JobWatcher, LineTail, LogReader, find_writer_pid
 from miotui.logs.scan import LogScanner
 
-CONV = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {n} -c 8 -H 16 -W 16 -k 8 "
-        "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
-
-
-def conv(n: int) -> str:
-    return CONV.format(n=n)
-
-
-def wait_for(cond, timeout: float = 5.0, step: float = 0.01) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
-
-
-def batches(cat: Catalog) -> dict[int, int]:
-    """N -> executions, for the conv layers of the tests."""
-    return {s.problem.n: s.executions for s in cat.layers()}
-
 
 @pytest.fixture
 def reader_factory():
-    readers: list[LogReader] = []
-
-    def make(paths, follow=True, **kw):
-        cat = Catalog()
-        r = LogReader(cat, paths, follow=follow, poll_interval=0.01, **kw)
-        readers.append(r)
-        r.start()
-        return cat, r
-
-    yield make
-    for r in readers:
-        r.stop()
+    with started_readers() as make:
+        yield make
 
 
 # ---------------------------------------------------------------------- LineTail
