@@ -110,7 +110,8 @@ async def test_a_result_from_the_cache_is_marked_as_such(log):
             app.submit_run(req)
             await wait_until(pilot, lambda n=n: len(app.runs.history(5)) == n and not app.running, timeout=30)
         assert [rec.result.cached for rec in app.runs.history(5)] == [False, True]
-        assert table(app).row_text(5)["verdict"] == "ok (cached)"
+        # "ok (noisy, cached)" when the run's spread was wide on a loaded host
+        assert table(app).row_text(5)["verdict"] in ("ok (cached)", "ok (noisy, cached)")
         app.open_detail(5)
         await pilot.pause(0.2)
         assert "(cached)" in detail_text(app, "runs")
