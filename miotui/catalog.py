@@ -186,6 +186,35 @@ class Catalog:
         row._snapshot = None
         return row
 
+    def count_again(self, row: _Row, role: str, line: int, times: int = 1) -> None:
+        """``times`` more calls of a layer, each seen exactly as one before it (the scanner's
+        repeated-line path: what ``add_sighting`` does for a row whose sources, file,
+        warnings and source lines are already there); ``line``: the last one's."""
+        row.counts[role] += times
+        if line > row.last_line:
+            row.last_line = line
+        self.version = version = self.version + 1
+        row.version = version
+        row._snapshot = None
+
+    def seen_again(self, row: _Row, line: int) -> None:
+        """Another form of a call already counted, seen exactly as before (not counted)."""
+        if line > row.last_line:
+            row.last_line = line
+        self.version = version = self.version + 1
+        row.version = version
+        row._snapshot = None
+
+    @staticmethod
+    def has_latest(row: _Row, pairs: Iterable[tuple[str, str]]) -> bool:
+        """Whether every (name, value) is already the row's latest value of that name."""
+        annotations = row.annotations
+        for name, value in pairs:
+            values = annotations.get(name)
+            if not values or values[-1] != value:
+                return False
+        return True
+
     def _annotate_row(self, row: _Row, name: str, value: str) -> None:
         values = row.annotations.get(name)
         if values is None:

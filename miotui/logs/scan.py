@@ -19,6 +19,7 @@ from typing import Callable, Optional, Sequence
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
 from miotui.logs.calls import FIND_FUNCS, CallRouting, CatJoining
+from miotui.logs.clock_fields import lift, strip_line
 from miotui.logs.events import Annotation, Event, OpSeen, Setting, Sighting, Undecoded
 from miotui.logs.lines import (
     BARE_CLOSE,
@@ -41,6 +42,7 @@ from miotui.logs.lines import (
     classify,
     cut_at_the_end,
 )
+from miotui.logs.repeats import COMMAND_CALL, PLAIN, RepeatedLines
 from miotui.logs.startup_lines import StartupRouting, has_clock, read_perf_record
 from miotui.logs.whole_blocks import MAX_BLOCK_LINES, WholeBlocks
 from miotui.problems import Problem
@@ -63,7 +65,7 @@ class _Block:
         self.tid = tid
 
 
-class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
+class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedLines):
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
     #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
@@ -96,6 +98,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         self._driver_line = 0   # the line of the command the driver tracker holds
         self._last_line = ""    # the last whole line read (was the input cut inside it?)
+        self._unsettled: list = []   # plain lines replayed, their calls not yet on their rows
         self._timed: Optional[bool] = None   # MIOpen's lines carry a time field (None: no line yet)
         self._startup_init()
         from miotui.logs.dbrecords import SqlConfigReader, decode_db_record
@@ -177,6 +180,9 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
             self._timed = has_clock(text)
             if self._timed:
                 self.catalog.startup.timed = True
+        if self._timed:
+            self._process_timed(text)
+            return
         if "\r" not in text:
             self._process_range(text, 0, len(text))
             return
@@ -195,6 +201,22 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
             start = cr + 2 if text.startswith("\n", cr + 1) else cr + 1
             cr = text.find("\r", start)
         self._process_range(text, start, len(text))
+
+    def _process_timed(self, text: str) -> None:
+        """Lines of a log with MIOpen's time fields: read without the fields, which move the
+        clock (``clock_fields``); line by line when the fast paths are off (the reference)."""
+        if "\r" in text:   # "\r\n" and a lone "\r" each end a line
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if self.whole_blocks:
+            text, fields = lift(text)
+            self._clock_chunk(fields)
+            self._process_range(text, 0, len(text))
+            self._clock_chunk_done()
+            return
+        for raw in text.split("\n"):
+            line, fields = strip_line(raw)
+            self._clock_line(fields)
+            self._process_lines([line])
 
     def _process_range(self, text: str, pos: int, end: int) -> None:
         """The lines of ``text[pos:end]``: each API block whose text was seen before is
@@ -227,17 +249,12 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
         self._process_lines(text[pos:end].split("\n"))
 
     def _process_lines(self, lines: list[str]) -> None:
-        if self._timed:   # each line moves the clock before it is handled
-            for line in lines:
-                self._tick(line)
-                self._untimed_lines([line])
-        else:
-            self._untimed_lines(lines)
-
-    def _untimed_lines(self, lines: list[str]) -> None:
         cache = self._cache
         blocks = self._blocks
         n = self.line_no
+        pending, find_open = self._pending, self._find_open
+        replay_call = self.replay_call
+        common = self._routing_is_common()
         for line in lines:
             n += 1
             c = cache.get(line)
@@ -253,8 +270,23 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
                     continue
             elif kind == NOISE:
                 continue
+            elif kind == PLAIN:   # a repeated call line (miotui.logs.repeats), the usual case inline
+                if common:
+                    plain = c[2]
+                    if plain.how is COMMAND_CALL and plain.tid not in find_open:
+                        cur = pending.get(plain.tid)
+                        if cur is None or (len(cur) == 1 and "command" in cur[0][2]):
+                            replay_call(plain, cur, n)
+                            continue
+                    if self._replay(plain, n):
+                        continue
+                c = c[1]
+                kind = c[0]
             self.line_no = n
             self._dispatch(kind, c, line, n)
+            common = self._routing_is_common()
+        if self._unsettled:
+            self._settle()
         self.line_no = n
         self.catalog.lines += len(lines)
         if lines:
@@ -322,12 +354,14 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
             return
         if kind == LEVEL:
             direction = FIND_FUNCS.get(c[3])
-            if direction is not None and c[4].startswith("requestAlgoCount"):
+            effect = direction is not None and c[4].startswith("requestAlgoCount")
+            if effect:
                 self._open_find(c[1], direction, n, line)
-            self._startup_line(c[1], c[3], c[4], n)
+            effect = self._startup_line(c[1], c[3], c[4], n) or effect
             events = self.levels.decode(c[2], c[3], c[4])
             if events:
                 self._apply(events, c[1], n, line)
+            self._register_level(line, c, c[1], events, effect)
             return
         if kind == OLD_COMMAND:
             self._old_command(c[1], c[2], n, line)
@@ -414,6 +448,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting):
             return
         if not self._bare_form_of_traced_call(tid, args, events):
             self._apply(events, tid, n, line)
+            self._register_command(line, (COMMAND, tid, fn, args), tid, events)
 
     def _old_command(self, api: str, args: str, n: int, line: str) -> None:
         key = ("", args, api)

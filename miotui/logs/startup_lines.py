@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Optional
 
+from miotui.logs.clock_fields import ChunkFields, advance
 from miotui.logs.events import Annotation, Event, Setting, Undecoded
 from miotui.logs.lines import PREFIX_RE
 from miotui.startup import (
@@ -219,30 +220,57 @@ class StartupRouting:
     if none comes.  State lives on the scanner (``_startup_state``)."""
 
     def _startup_init(self) -> None:
-        self.clock_ms: Optional[float] = None
+        self._clock: Optional[float] = None
+        self._chunk_fields: Optional[ChunkFields] = None   # the time fields of the chunk being read
+        self._chunk_base = 0        # line number before the chunk's first line
+        self._chunk_next = 0        # index of the first field not yet applied
         self._compiling: dict[tuple[str, str], Optional[float]] = {}
         self._searches: dict[str, tuple[Optional[float], SearchProgress]] = {}
         self._find_clock: dict[str, list] = {}   # tid -> [start clock, regenerated]
         self._waiting: dict[str, list[tuple]] = {}
         self._find_db_logged = False  # a Find-Db miss or the find-mode banner was seen
 
-    def _tick(self, line: str) -> None:
-        """Advance the clock by one line of a timed log."""
-        elapsed, wall = line_clock(line)
-        if wall is not None:
-            self.clock_ms = wall
-        elif elapsed is not None:
-            self.clock_ms = elapsed if self.clock_ms is None else self.clock_ms + elapsed
+    @property
+    def clock_ms(self) -> Optional[float]:
+        """The log's clock at the line being handled (None in an untimed log): the time
+        fields of the chunk's lines up to this one are applied now, as a fact needs them."""
+        chunk = self._chunk_fields
+        if chunk is not None:
+            index = self.line_no - self._chunk_base - 1
+            lines, fields, i = chunk.lines(), chunk.fields, self._chunk_next
+            clock = self._clock
+            while i < len(lines) and lines[i] <= index:
+                clock = advance(clock, fields[i])
+                i += 1
+            self._clock, self._chunk_next = clock, i
+        return self._clock
+
+    def _clock_chunk(self, fields: ChunkFields) -> None:
+        """The time fields of the chunk about to be read (``clock_fields.lift``)."""
+        self._chunk_fields, self._chunk_base, self._chunk_next = fields, self.line_no, 0
+
+    def _clock_chunk_done(self) -> None:
+        """The chunk is read: the fields no fact asked for move the clock in one pass."""
+        chunk = self._chunk_fields
+        if chunk is not None:
+            self._clock = chunk.apply(self._clock, self._chunk_next)
+            self._chunk_fields = None
+
+    def _clock_line(self, fields: list[str]) -> None:
+        """The line-by-line path: one line's fields move the clock before it is handled."""
+        for field in fields:
+            self._clock = advance(self._clock, field)
 
     def _since(self, start: Optional[float]) -> Optional[float]:
         if start is None or self.clock_ms is None:
             return None
         return max(0.0, self.clock_ms - start)
 
-    def _startup_line(self, tid: str, func: str, message: str, n: int) -> None:
+    def _startup_line(self, tid: str, func: str, message: str, n: int) -> bool:
+        """Handle a level line's startup fact; whether it had one."""
         fact = read_startup_line(func, message)
         if fact is None:
-            return
+            return False
         kind = fact.kind
         if kind == CACHE_MISS:
             self._compiling[(tid, fact.name)] = self.clock_ms
@@ -285,6 +313,7 @@ class StartupRouting:
             self.catalog.startup.set(fact.name, fact.value)
         else:
             self._startup_fact(tid, kind, fact.ms, n, fact.name)
+        return True
 
     def _startup_layer(self, tid: str):
         """The row a fact of this thread belongs to now; None while a Find waits for its name."""
