@@ -241,7 +241,8 @@ async def test_keymap_problems_are_notified_when_the_app_starts(log, tmp_path, m
     app = app_for([log], config_problems=problems)
     app.set_keymap(keymap.keys)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app, 5)
+        # read at once: the notices time out after 10 s, which a loaded host can spend loading
+        await wait_until(pilot, lambda: app._notifications, what="a notification")
         messages = " ".join(n.message for n in app._notifications)
         assert "unknown binding id 'layers.nope'" in messages
         assert "key 's' is bound to layers.run and layers.sort" in messages
