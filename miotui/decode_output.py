@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from typing import IO, Iterable, Iterator, Optional, Sequence
+from typing import IO, Iterable, Iterator, Optional
 
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.driver import DriverCommandError, to_driver_command
@@ -19,6 +19,7 @@ from miotui.driver.versions import version_text
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import LayerStartup, seconds
+from miotui.text_table import aligned
 from miotui.timing import NO_TIME, layer_times, time_summary
 
 #: the table's columns: (title, right-aligned)
@@ -49,17 +50,6 @@ def gflop_text(flops: int) -> str:
     if g >= 0.001:
         return f"{g:.3g}"
     return "<0.001"
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(title), *(len(r[i]) for r in rows)) if rows else len(title)
-              for i, (title, _right) in enumerate(_COLUMNS)]
-    out = []
-    for cells in [[t for t, _ in _COLUMNS]] + [list(r) for r in rows]:
-        parts = [c.rjust(w) if right else c.ljust(w) for c, w, (_t, right) in zip(cells, widths, _COLUMNS, strict=True)]
-        out.append("  ".join(parts).rstrip())
-    out.insert(1, "  ".join("-" * w for w in widths))
-    return out
 
 
 def ms_text(ms: Optional[float]) -> str:
@@ -109,7 +99,7 @@ def render_table(catalog: Catalog) -> str:
         buf.write(startup.summary(searched, len(layers)) + "\n")
     if startup.settings:
         buf.write("settings: " + visible("; ".join(f"{k} = {v}" for k, v in startup.settings)) + "\n")
-    for line in _table(rows):
+    for line in aligned(_COLUMNS, rows):
         buf.write(line + "\n")
     for layer in layers:
         for w in layer.warnings:

@@ -184,7 +184,7 @@ def run_main(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(_json(blocks, warnings, where), indent=1))
     else:
-        _print_tables(blocks, warnings, where, ns.backend == "all")
+        _print_tables(blocks, warnings, where)
     return exit_code
 
 
@@ -221,56 +221,46 @@ def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict
     return {"source": where, "warnings": warnings, "layers": layers}
 
 
-def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str, side_by_side: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
+def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> None:
+    """One plain-text table per layer (a row per backend), then each backend's message."""
     from miotui import units
     from miotui.driver import DriverCommandError, to_driver_command
     from miotui.run_summary import noise_warning, verdict_of
     from miotui.safe_text import visible
-    # wide enough for the side-by-side table when stdout is a pipe or a file
-    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+    from miotui.text_table import aligned
     for w in warnings:
-        console.print(Text.assemble(("warning: ", "yellow"), visible(w)))
-    colors = {"ok": "green", "FAILED": "red", "error": "red", "refused": "yellow", "cancelled": "yellow",
-              "n/a": "dim"}
+        print("warning: " + visible(w))
     for block in blocks:
         p = block["problem"]
         try:
             command = to_driver_command(p)
         except DriverCommandError:
             command = "(no MIOpenDriver command)"
-        table = Table(title=Text(f"{p.op} {p.direction} {p.dtype}  {command}"), title_justify="left",
-                      show_lines=False)
+        print()
+        print(visible(f"{p.op} {p.direction} {p.dtype}  {command}"))
         rate = units.rate_unit(p)
         metrics = {getattr(r.verification, "metric", "rms_range") for _, r, _ in block["rows"]
                    if r is not None and r.verification is not None}
         error = f"error ({metrics.pop()})" if len(metrics) == 1 else "error"
-        for col, just in (("backend", "left"), ("verdict", "left"), ("median", "right"), ("min", "right"),
-                          ("max", "right"), ("spread", "right"), ("JIT", "right"), (rate, "right"),
-                          ("max abs", "right"), ("max rel", "right"), (error, "right"), ("tolerance", "right"),
-                          ("engine", "left")):
-            table.add_column(col, justify=just)  # type: ignore[arg-type]
+        columns = [("backend", False), ("verdict", False), ("median", True), ("min", True), ("max", True),
+                   ("spread", True), ("JIT", True), (rate, True), ("max abs", True), ("max rel", True),
+                   (error, True), ("tolerance", True), ("engine", False)]
+        rows: list[list[str]] = []
         details: list[str] = []
         for name, res, skip in block["rows"]:
             if res is None or res.status == "n/a":
                 why = skip if res is None else res.message
-                table.add_row(name, Text("n/a", style="dim"), *["-"] * 11)
+                rows.append([visible(name), "n/a", *["-"] * 11])
                 details.append(f"{name}: n/a: {why}")
                 continue
             v = res.verification
-            verdict = verdict_of(res)
             spread = units.ratio(res.spread) if res.spread is not None else "-"
-            table.add_row(name, Text(verdict + (" (noisy)" if res.noisy else ""),
-                                     style=colors.get(verdict, "white")),
-                          units.time_ms(res.median_ms), units.time_ms(res.min_ms), units.time_ms(res.max_ms),
-                          Text(spread, style="yellow" if res.noisy else ""), units.time_ms(res.jit_ms),
-                          units.throughput(res.problem, res.gflops, res.gbps),
-                          units.sci(v.max_abs if v else None), units.sci(v.max_rel if v else None),
-                          units.sci(getattr(v, "error", None) if v else None), units.sci(v.tolerance if v else None),
-                          Text(visible(res.engine)))
+            rows.append([visible(name), verdict_of(res) + (" (noisy)" if res.noisy else ""),
+                         units.time_ms(res.median_ms), units.time_ms(res.min_ms), units.time_ms(res.max_ms),
+                         spread, units.time_ms(res.jit_ms), units.throughput(res.problem, res.gflops, res.gbps),
+                         units.sci(v.max_abs if v else None), units.sci(v.max_rel if v else None),
+                         units.sci(getattr(v, "error", None) if v else None), units.sci(v.tolerance if v else None),
+                         visible(res.engine)])
             line = f"{name}: {res.message}"
             if res.note:
                 line += f" [{res.note}]"
@@ -283,7 +273,8 @@ def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str,
             warning = noise_warning(res)
             if warning:
                 details.append(f"{name}: {warning}")
-        console.print(table)
+        for line in aligned(columns, rows):
+            print(line)
         for d in details:
-            console.print(Text("  " + visible(d)))
-        console.print(Text("  source: " + visible(where)))
+            print("  " + visible(d))
+        print("  source: " + visible(where))
