@@ -19,6 +19,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -59,6 +60,12 @@ class DecodeRun:
     exit_code: int
     output_bytes: int
     stderr_tail: str
+    loop_mb_per_s: float | None = None   # a plain Python line loop over the same file, same run
+
+    @property
+    def ratio(self) -> float | None:
+        """decode speed / line-loop speed: what holds on a noisy host."""
+        return None if not self.loop_mb_per_s else self.mb_per_s / self.loop_mb_per_s
 
 
 def size_label(size: int) -> str:
@@ -136,6 +143,17 @@ def run_decode(log: Generated, fmt: str, out_format: str, *, use_gnu_time: bool 
                      proc.returncode, out_bytes, "\n".join((err or "").strip().splitlines()[-5:]))
 
 
+_LINE_LOOP = "import sys\nfor line in open(sys.argv[1], encoding='utf-8', errors='replace'):\n    pass"
+
+
+def line_loop_mb_per_s(path: str) -> float:
+    """The plain-Python ``for line in file`` rate of ``path`` in a fresh process (the floor
+    every decode figure is compared with: same file, same host, same minute)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _LINE_LOOP, path], check=True)
+    return os.path.getsize(path) / 1e6 / (time.perf_counter() - t0)
+
+
 def print_table(gens: list[tuple[str, Generated]], runs: list[DecodeRun]) -> None:
     print(f"{'format':<10} {'log MB':>9} {'gen s':>7} {'gen MB/s':>9}")
     for fmt, g in gens:
@@ -145,12 +163,14 @@ def print_table(gens: list[tuple[str, Generated]], runs: list[DecodeRun]) -> Non
     if not runs:
         return
     print()
-    print(f"{'format':<10} {'log MB':>9} {'decode s':>9} {'MB/s':>7} {'peak RSS MB':>12} {'exit':>5} "
-          f"{'out KB':>8}  rss from")
+    print(f"{'format':<10} {'log MB':>9} {'decode s':>9} {'MB/s':>7} {'loop MB/s':>10} {'ratio':>6} "
+          f"{'peak RSS MB':>12} {'exit':>5} {'out KB':>8}  rss from")
     for r in runs:
         rss = "?" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f}"
-        print(f"{r.log_format:<10} {r.log_bytes / 1e6:>9.1f} {r.wall_s:>9.2f} {r.mb_per_s:>7.1f} {rss:>12} "
-              f"{r.exit_code:>5} {r.output_bytes / 1024:>8.0f}  {r.rss_source}")
+        loop = "?" if r.loop_mb_per_s is None else f"{r.loop_mb_per_s:.0f}"
+        ratio = "?" if r.ratio is None else f"{r.ratio:.2f}"
+        print(f"{r.log_format:<10} {r.log_bytes / 1e6:>9.1f} {r.wall_s:>9.2f} {r.mb_per_s:>7.1f} {loop:>10} "
+              f"{ratio:>6} {rss:>12} {r.exit_code:>5} {r.output_bytes / 1024:>8.0f}  {r.rss_source}")
         if r.exit_code != 0 and r.stderr_tail:
             print("  stderr: " + r.stderr_tail.replace("\n", "\n          "))
 
@@ -173,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[DecodeRun] = []
     if not ns.generate_only:
         for fmt, g in gens:
-            runs.append(run_decode(g, fmt, ns.decode_format, use_gnu_time=not ns.psutil, timeout=ns.timeout))
+            run = run_decode(g, fmt, ns.decode_format, use_gnu_time=not ns.psutil, timeout=ns.timeout)
+            runs.append(dataclasses.replace(run, loop_mb_per_s=line_loop_mb_per_s(g.path)))
     print_table(gens, runs)
     if ns.json:
         with open(ns.json, "w", encoding="utf-8") as fh:
