@@ -27,6 +27,8 @@ import threading
 import time
 from typing import Any, Optional
 
+from miotui.logs.follow import is_pattern
+
 #: seconds the app gets to exit cleanly after SIGHUP/SIGTERM before it is ended
 EXIT_GRACE_S = 0.8
 #: what a full-screen app leaves switched on: mouse reporting, the alternate screen, a hidden cursor
@@ -56,7 +58,7 @@ def _check_paths(paths: list[str]) -> Optional[str]:
     for p in paths:
         if p == "-":
             continue
-        if any(ch in p for ch in "*?["):
+        if is_pattern(p):
             if not glob.glob(p):
                 return f"no file matches {p}"
         elif not os.path.exists(p):

@@ -376,3 +376,12 @@ def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(t
         assert wait_for(lambda: reader.sources[0].state == "deleted")
     finally:
         reader.stop()
+
+
+def test_a_file_named_like_a_glob_is_read_by_its_name(tmp_path):
+    """``rank[0].log`` exists: it is that file, not a pattern matching ``rank0.log``."""
+    from miotui.logs.follow import is_pattern
+    named = tmp_path / "rank[0].log"
+    named.write_text("x\n")
+    assert not is_pattern(str(named))
+    assert is_pattern(str(tmp_path / "rank[1].log")) and is_pattern(str(tmp_path / "rank*.log"))

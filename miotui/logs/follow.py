@@ -62,7 +62,8 @@ EVENTS_KEPT = 500
 
 
 def is_pattern(path: str) -> bool:
-    return any(ch in path for ch in "*?[")
+    """A glob pattern, unless a file of that very name exists (``rank[0].log`` is a name)."""
+    return any(ch in path for ch in "*?[") and not os.path.exists(path)
 
 
 class LogReader:
