@@ -86,3 +86,12 @@ def test_key_and_dict_are_complete_and_distinct():
     d = a.to_dict()
     assert d["in_spatial"] == [9, 11] and d["in_layout"] == "NCHW" and d["groups"] == 1
     assert conv() == conv() and conv().key == conv().key
+
+
+def test_rnn_seq_flops_count_the_samples_real_lengths():
+    from miotui.problems import RNNProblem
+    base = dict(direction="fwd", dtype="fp32", mode="lstm", batch=(4,), seq_len=10, in_size=8, hidden=16, layers=1)
+    padded = RNNProblem(**base)
+    short = RNNProblem(**base, api="rnn_seq", seq_lens=(10, 5, 5, 2))
+    assert padded.rows == 40 and short.rows == 22
+    assert short.flops * 40 == padded.flops * 22

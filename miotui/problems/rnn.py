@@ -110,7 +110,10 @@ class RNNProblem(ProblemBase):
 
     @property
     def rows(self) -> int:
-        """Input vectors processed per layer: the sum of the per-step batch sizes."""
+        """Input vectors processed per layer: the sum of the per-step batch sizes, or of the
+        per-sample lengths where ``rnn_seq`` gives them (padding steps are not computed)."""
+        if self.seq_lens:
+            return sum(self.seq_lens)
         return self.batch[0] * self.seq_len if len(self.batch) == 1 else sum(self.batch)
 
     def layer_in(self, layer: int) -> int:
