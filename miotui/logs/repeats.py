@@ -77,7 +77,7 @@ class RepeatedLines:
         if not self.repeat_lines or len(events) != 1 or type(events[0]) is not Sighting:
             return
         ev = events[0]
-        if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command" or ev.warnings:
+        if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command":
             return
         row = self._last_row.get(tid)
         cur = self._pending.get(tid)

@@ -254,6 +254,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         n = self.line_no
         pending, find_open = self._pending, self._find_open
         replay_call = self.replay_call
+        last_row = self._last_row
         common = self._routing_is_common()
         for line in lines:
             n += 1
@@ -275,6 +276,12 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
                     plain = c[2]
                     if plain.how is COMMAND_CALL and plain.tid not in find_open:
                         cur = pending.get(plain.tid)
+                        if cur is plain.pending and plain.queued and len(plain.sources) == 1:
+                            # the same call line again, already queued: replay_call's common case
+                            plain.count += 1
+                            plain.last = n
+                            last_row[plain.tid] = plain.row
+                            continue
                         if cur is None or (len(cur) == 1 and "command" in cur[0][2]):
                             replay_call(plain, cur, n)
                             continue
