@@ -6,7 +6,11 @@ execution-log time."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import threading
+import time
 from collections import Counter
 
 import pytest
@@ -38,12 +42,44 @@ def test_the_demo_is_the_first_iteration_form():
     assert DEMO_SPEC.startup and DEMO_SPEC.use_elapsed and DEMO_SPEC.level == 6
 
 
-def test_the_form_is_info_only_and_leaves_other_logs_alone():
+def test_the_form_is_info_only_and_leaves_other_logs_alone(tmp_path):
     with pytest.raises(ValueError, match="info format only"):
         SampleSpec(format="command", startup=True)
     plain = generate_text(SampleSpec(format="info", iterations=1))
     assert "Searching the best solution" not in plain and "LogConvolutionExecution" not in plain
-    assert samplegen.main(["--format", "info", "--startup", "--iterations", "1", "--quiet", "--out", "/dev/null"]) == 0
+    out = tmp_path / "first.log"
+    assert samplegen.main(["--format", "info", "--startup", "--iterations", "1", "--quiet", "--out", str(out)]) == 0
+    # bytes: the log has a progress bar's bare CR, which read_text() would turn into a newline
+    assert out.read_bytes() == generate_text(SampleSpec(format="info", iterations=1, startup=True)).encode()
+
+
+def test_writing_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(tmp_path):
+    """Regression: the log was written beside the path and renamed onto it, so ``--out
+    /dev/null`` run as root replaced the device with a regular file."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = bytearray()
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                time.sleep(0.005)
+                continue
+            if not chunk:
+                return
+            got.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    spec = SampleSpec(format="command", iterations=1)
+    written = samplegen.write_log(spec, str(fifo))
+    reader.join(10)
+    os.close(fd)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO is still a FIFO"
+    assert bytes(got).decode() == generate_text(spec) and written == len(got)
 
 
 def test_every_miopen_line_has_the_elapsed_field_and_the_startup_lines_read_as_facts(demo_text):

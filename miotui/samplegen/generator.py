@@ -230,10 +230,14 @@ def write_log(spec: SampleSpec, path: str, *, compresslevel: int = 1) -> int:
     """Write the log to ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Returns the number of uncompressed bytes written.  Writes in multi-megabyte chunks;
-    the gzip stream has no timestamp so the same spec gives the same file.
+    the gzip stream has no timestamp so the same spec gives the same file.  A file is
+    written next to itself and renamed into place when complete; anything else at the
+    path (``/dev/null``, a FIFO) is written to directly: renaming onto it would replace
+    the device itself (as root, ``--out /dev/null`` once made /dev/null a regular file).
     """
     written = 0
-    tmp = path + ".part"
+    direct = os.path.exists(path) and not os.path.isfile(path)
+    tmp = path if direct else path + ".part"
     with open(tmp, "wb") as raw:
         sink: io.BufferedIOBase
         if path.endswith(".gz"):
@@ -254,7 +258,8 @@ def write_log(spec: SampleSpec, path: str, *, compresslevel: int = 1) -> int:
         written += size
         if sink is not raw:
             sink.close()
-    os.replace(tmp, path)
+    if not direct:
+        os.replace(tmp, path)
     return written
 
 
