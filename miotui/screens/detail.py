@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
-from miotui.widgets.startup_model import searches_of
+from miotui.widgets.startup_model import searches_of, what_logged
 
 #: columns from which the detail lays out side by side and shows every run column
 WIDE = 110
@@ -106,7 +106,7 @@ class DetailScreen(Screen):
         searching = searches_of(model.startup, self.layer_id)
         key = (id(snap), len(history), id(history[-1]) if history else None, state, progress,
                self.reference_bytes, id(model.job_env), wide, summary.total_ms if summary is not None else None,
-               model.startup.totals.timed, tuple(searching))
+               what_logged(model.startup.totals), tuple(searching))
         if not force and key == self._last_key:
             return
         state_changed = self._last_key is None or self._last_key[3] != state
@@ -134,8 +134,7 @@ class DetailScreen(Screen):
         time_grid = Table.grid(padding=(0, 4))
         tables = (view.time_table(model.layer_time(self.layer_id), snap.executions,
                                   runs.latest_by_backend(self.layer_id)),
-                  view.startup_table(snap.startup, snap.finds, bool(totals.kernels_compiled or totals.kernels_from_cache),
-                                     totals.timed, searching))
+                  view.startup_table(snap.startup, snap.finds, totals, searching))
         if wide:
             time_grid.add_row(*tables)
         else:

@@ -19,7 +19,7 @@ from miotui.run_summary import driver_comparison, noise_warning, settings_text, 
 from miotui.safe_text import visible
 from miotui.timing import HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
-from miotui.widgets.startup_model import search_progress_text
+from miotui.widgets.startup_model import search_progress_text, what_logged
 
 #: Annotation names shown under "MIOpen's choice", with their labels.
 CHOICE_LABELS = (
@@ -157,12 +157,13 @@ def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table
     return kv_table("Time (the log's GPU time)", rows)
 
 
-def startup_table(startup: Any, finds: int, log_has_binaries: bool, log_timed: bool,
-                  searching: Sequence[Any] = ()) -> Table:
+def startup_table(startup: Any, finds: int, totals: Any, searching: Sequence[Any] = ()) -> Table:
     """The layer's first iteration: Find-Db, solvers measured, tuning, kernels compiled or
-    from the binary cache, and how long each took (``not logged`` where the log says nothing);
+    from the binary cache, and how long each took (``not logged`` where the whole log, whose
+    ``totals`` say what it holds, says nothing of the kind; ``none`` only where it would have);
     a tuning search in progress (``searching``, while following) with MIOpen's progress and ETA."""
     s = startup
+    log_timed, log_has_binaries, log_has_searches = what_logged(totals)
     no_clock = "" if log_timed else "the log has no clock"
     rows: list[tuple[str, Any]] = [("Finds", f"{finds:,}")]
     rows.append(("Find-Db", _FIND_DB.get(s.find_db) or Text(f"{NOT_LOGGED} (MIOPEN_LOG_LEVEL=5 logs Find-Db misses)",
@@ -173,8 +174,10 @@ def startup_table(startup: Any, finds: int, log_has_binaries: bool, log_timed: b
         rows.append(("tuning search", Text("in progress (below)", style="bold")))
     elif s.tuning_ms is not None or (s.searched and s.find_db != "miss"):
         rows.append(("tuning search", _logged(s.tuning_ms, no_clock)))
-    else:
+    elif log_has_searches:
         rows.append(("tuning search", "none"))
+    else:
+        rows.append(("tuning search", Text(f"{NOT_LOGGED} (MIOPEN_LOG_LEVEL=5 logs tuning searches)", style="dim")))
     if log_has_binaries:
         rows.append(("kernels compiled", str(s.kernels_compiled)))
         rows.append(("from the binary cache", str(s.kernels_from_cache)))

@@ -197,3 +197,10 @@ def search_progress_text(p: SearchProgress) -> str:
 def searches_of(view: StartupView, layer_id: int) -> list[SearchProgress]:
     """The tuning searches in progress for one layer."""
     return [p for p in view.totals.searching if p.layer_id == layer_id]
+
+
+def what_logged(totals: StartupTotals) -> tuple[bool, bool, bool]:
+    """(timed, kernels logged, Finds or searches logged): what the whole log can say about a
+    layer's first iteration (a layer's ``none`` means none only where the log would tell)."""
+    return (totals.timed, bool(totals.kernels_compiled or totals.kernels_from_cache),
+            bool(totals.searches or totals.find_db_misses or totals.find_db_hits))
