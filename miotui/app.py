@@ -2,10 +2,13 @@
 
 Threads and who does what (the UI thread never reads files, decodes or computes):
 
-* one reader thread per log (``miotui.logs.follow``) reads bytes and decodes them
-  into the shared :class:`~miotui.catalog.Catalog`;
-* the poller (:class:`miotui.live.Poller`) gathers what changed ~10 times a second and
-  posts one :class:`Polled` message, waiting for the UI to take it before the next;
+* one reader thread (``miotui.logs.follow.LogReader``) reads every log, a bounded piece
+  of one file at a time, and decodes it into the shared :class:`~miotui.catalog.Catalog`;
+* the poller (:class:`miotui.live.Poller`) gathers what changed ~10 times a second (the
+  layers, where the logged GPU time goes, the first iteration's startup view, each
+  file's read rate) and posts one :class:`Polled` message, waiting for the UI to take it
+  before the next; the app hands each part to the screens that show it (the startup
+  screen by :class:`~miotui.screens.messages.StartupChanged`);
 * runs (``r``, ``R``, ``d``) go through a queue (:class:`miotui.run_queue.RunBook`), one
   at a time, each in a thread worker running :func:`miotui.run_queue.execute`, which
   reports by :class:`RunEvent` messages (progress floods merge: ``can_replace``).
@@ -39,16 +42,20 @@ from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen, UndecodedScreen, binding_rows
-from miotui.screens.layers import LOGGING_HINT, LayersScreen
-from miotui.screens.messages import LayerAction, LayerChanged, RunFinished, ViewChanged
+from miotui.screens.layers import LayersScreen, empty_text, time_line_text
+from miotui.screens.messages import LayerAction, LayerChanged, RunFinished, StartupChanged, ViewChanged
+from miotui.screens.startup import StartupScreen
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_view import LogView
-from miotui.widgets.status_bar import StatusInfo
+from miotui.widgets.status_bar import StatusInfo, follow_state
 
 #: Seconds a follow event (truncation, rotation...) stays in the status bar.
 EVENT_SECONDS = 15.0
 #: Rows to arrive between two gc.freeze() calls (see MiotuiApp._freeze_long_lived).
 FREEZE_EVERY_ROWS = 1000
+#: Seconds between redraws of an open detail screen for a change of the log's GPU time
+#: total (its layer's share moves whenever any layer runs again)
+SHARE_REDRAW_S = 1.0
 
 
 class Polled(Message):
@@ -74,7 +81,8 @@ def binding_groups() -> list[tuple[str, Sequence[Binding]]]:
     """(where, bindings) for the help screen and the keymap check."""
     return [("anywhere", MiotuiApp.BINDINGS), ("layers", LayersScreen.BINDINGS), ("table", LayerTable.BINDINGS),
             ("raw log pane", LogView.BINDINGS), ("layer detail", DetailScreen.BINDINGS),
-            ("driver panel", DriverScreen.BINDINGS), ("undecoded", UndecodedScreen.BINDINGS)]
+            ("driver panel", DriverScreen.BINDINGS), ("undecoded", UndecodedScreen.BINDINGS),
+            ("first iteration", StartupScreen.BINDINGS)]
 
 
 def binding_scopes() -> list[tuple[str, list[tuple[str, str]]]]:
@@ -87,7 +95,8 @@ def binding_scopes() -> list[tuple[str, list[tuple[str, str]]]]:
     return [("the layers table", ids("anywhere", "layers", "table")),
             ("the raw log pane", ids("anywhere", "raw log pane")),
             ("the layer detail", ids("anywhere", "layer detail")),
-            ("the driver panel", ids("anywhere", "driver panel")), ("the undecoded list", ids("anywhere", "undecoded"))]
+            ("the driver panel", ids("anywhere", "driver panel")), ("the undecoded list", ids("anywhere", "undecoded")),
+            ("the first-iteration view", ids("anywhere", "first iteration"))]
 
 
 class MiotuiApp(App):
@@ -101,6 +110,7 @@ class MiotuiApp(App):
         Binding("question_mark", "help", "Keys", id="app.help"),
         Binding("e", "export", "Export", id="app.export"),
         Binding("u", "undecoded", "Undecoded", show=False, id="app.undecoded"),
+        Binding("i", "startup", "First iteration", id="app.startup"),
     ]
 
     def __init__(self, paths: list[str], *, follow: bool = False, pid: Optional[int] = None,
@@ -134,6 +144,7 @@ class MiotuiApp(App):
         self._started = False
         self.polls = 0
         self._frozen_rows = 0
+        self._share_told = 0.0
         default_path = self.paths[0] if len(self.paths) == 1 else ""
         self.layers_screen = LayersScreen(self.model, follow=follow, default_path=default_path,
                                           sources=reader_summary(self.reader))
@@ -222,16 +233,27 @@ class MiotuiApp(App):
     def _apply_poll(self, data: PollData) -> None:
         self.polls += 1
         model = self.model
-        had_env = model.job_env is not None
-        model.apply(data)
+        had_env, searching = model.job_env is not None, model.startup.totals.searching
+        new_rate = model.apply(data)
         screen = self.layers_screen
         if data.changed:
             screen.apply_snapshots(data.changed)
             self._freeze_long_lived()
             for snap in data.changed:
                 self._tell_screens(snap.id)
-        if data.job_env is not None and not had_env:
+        if data.time_summary is not None:
+            screen.set_time_line(time_line_text(data.time_summary, data.time_sources))
+        now, new_env = time.monotonic(), data.job_env is not None and not had_env
+        if new_env or (data.time_summary is not None and now - self._share_told >= SHARE_REDRAW_S):
+            self._share_told = now
             self._tell_screens(None)
+        if data.startup is not None:   # a search's heartbeat: the detail of its layer shows it
+            for layer_id in {p.layer_id for p in (*searching, *data.startup.totals.searching)} - {None}:
+                self._tell_screens(layer_id)
+        if data.startup is not None or new_rate or new_env:
+            for s in self.screen_stack:
+                if isinstance(s, StartupScreen):
+                    s.post_message(StartupChanged())
         for ev in data.events:
             self._event = ev
             if ev.kind in ("truncated", "rotated", "deleted", "recreated", "error", "waiting"):
@@ -245,19 +267,13 @@ class MiotuiApp(App):
 
     def _update_empty_state(self, data: PollData) -> None:
         screen = self.layers_screen
+        sources = reader_summary(self.reader) or "the log"
         if self.model.layers:
             screen.set_empty_state(None)
-            return
-        sources = reader_summary(self.reader) or "the log"
-        if data.scanning and not data.finished and data.lines == 0:
+        elif data.scanning and not data.finished and data.lines == 0:
             screen.set_empty_state(f"Reading {sources}…")
-            return
-        text = f"No MIOpen layer in {data.lines:,} lines of {sources} yet"
-        text += " (following: layers appear as the job logs them).\n\n" if self.follow_mode else ".\n\n"
-        text += LOGGING_HINT
-        if data.undecoded:
-            text += f"\n\n{data.undecoded:,} lines looked like MIOpen's but could not be decoded: u lists them."
-        screen.set_empty_state(text)
+        else:
+            screen.set_empty_state(empty_text(data.lines, data.undecoded, sources, self.follow_mode))
 
     def _tell_screens(self, layer_id: Optional[int]) -> None:
         """Post a LayerChanged to the screens that show one layer (they merge floods)."""
@@ -292,17 +308,7 @@ class MiotuiApp(App):
         if data is None:
             screen.status.set_info(StatusInfo(sources=sources, follow_state="starting"))
             return
-        if self.follow_mode:
-            if data.state in ("following", "reading"):
-                state = "following" if table.follow else "paused (f: follow)"
-            else:
-                state = data.state + ("" if table.follow else ", paused")
-        elif data.scanning and data.scan_total:
-            state = f"reading {100 * data.scan_done / data.scan_total:.0f}%"
-        elif data.finished or data.state in ("read", "ended"):
-            state = "read"
-        else:
-            state = data.state
+        state = follow_state(data, self.follow_mode, table.follow)
         job_text, job_ok = "", None
         j = self.model.job
         if j is not None:
@@ -322,7 +328,8 @@ class MiotuiApp(App):
             lines_per_s=data.lines_per_s if not data.finished else 0.0, undecoded=data.undecoded,
             layers_shown=len(model.view), layers_total=len(model.rows), job=job_text, job_ok=job_ok,
             run=run_text, event=event_text, event_kind=event_kind,
-            new_badge=table.new_while_paused if (self.follow_mode and not table.follow) else 0))
+            new_badge=table.new_while_paused if (self.follow_mode and not table.follow) else 0,
+            files=self.model.sources if len(self.model.sources) > 1 else ()))
 
     # ------------------------------------------------------------------ layer actions (from screens)
 
@@ -561,6 +568,11 @@ class MiotuiApp(App):
         if not isinstance(self.screen, UndecodedScreen):
             self.push_screen(UndecodedScreen(self.catalog))
 
+    def action_startup(self) -> None:
+        """``i``: what the first iteration spent (updated live by the poller's startup view)."""
+        if not isinstance(self.screen, StartupScreen):
+            self.push_screen(StartupScreen(self.model, follow=self.follow_mode))
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Export layers: MIOpenDriver script", "the layers shown, most executed first (.sh)",
@@ -572,6 +584,10 @@ class MiotuiApp(App):
         yield SystemCommand("Export layers…", "choose the format and the file", self.action_export)
         yield SystemCommand("Undecoded lines", "lines that could not be decoded, with the reason",
                             self.action_undecoded)
+        yield SystemCommand("First iteration", "Finds, tuning searches, kernel compiles: totals, settings, timeline",
+                            self.action_startup)
+        yield SystemCommand("Sort by total GPU time", "the costliest layers first",
+                            self.layers_screen.action_sort_total)
         yield SystemCommand("Toggle the raw log pane", "the selected layer in its log",
                             self.layers_screen.action_toggle_log)
         yield SystemCommand("Follow the newest layer", "resume following", self.layers_screen.action_follow)

@@ -52,8 +52,9 @@ def test_cells():
     r0 = m.rows[1].cells
     assert (r0["op"], r0["dir"], r0["n"], r0["h"], r0["filter"], r0["pad"], r0["output"]) == \
         ("conv", "fwd", "1", "16", "3x3", "1x1", "1x8x16x16")
-    assert (r0["executions"], r0["finds"], r0["solver"], r0["solver_ms"]) == ("30", "1", "ConvBinWinogradRxSf2x3g1",
-                                                                               "480 µs")
+    assert (r0["executions"], r0["finds"], r0["solver"]) == ("30", "1", "ConvBinWinogradRxSf2x3g1")
+    assert (r0["call_ms"], r0["total_ms"]) == ("0.480", "14.4"), "the Find's time per call, times 30 executions"
+    assert m.rows[1].time_source == "find" and m.rows[2].cells["total_ms"] == "", "an untimed layer has no total"
     assert m.rows[4].cells["filter"] == "3x3" and m.rows[4].cells["k"] == ""
     assert m.rows[6].cells["d"] == "4" and m.rows[6].cells["file"] == "rank1.log"
     keys = [c.key for c in m.visible_columns()]
@@ -195,7 +196,12 @@ def test_fit_columns_takes_them_by_priority_and_gives_the_rest_to_the_solver():
     candidates = m.visible_columns()
     narrow, _ = fit_columns(candidates, m.widths, 60)
     keys = [c.key for c in narrow]
-    assert keys[:4] == ["id", "op", "dir", "dtype"] and {"executions", "run_ms", "verdict"} <= set(keys)
+    assert keys[:4] == ["id", "op", "dir", "dtype"] and "executions" in keys
+    assert "run_ms" not in keys and "verdict" not in keys, "no run yet: the run's columns take no room"
+    assert "share" in [c.key for c in fit_columns(candidates, m.widths, 80)[0]], "the share is next at 80 columns"
+    m.set_result(2, RunSummary(1.0, 2.0, "ok"))
+    ran, _ = fit_columns(m.visible_columns(), m.widths, 60)
+    assert {"executions", "run_ms", "verdict"} <= {c.key for c in ran}, "a run's time and verdict come first"
     wide_enough, widths = fit_columns(candidates, m.widths, 400, natural={**m.natural, "solver": 30})
     assert {c.key for c in wide_enough} == {c.key for c in candidates}
     assert widths["solver"] == 30, "the solver grows to its longest name when there is room"

@@ -4,7 +4,9 @@ Update after an intended change with ``pytest tests/test_app_snapshots.py --snap
 and look at the report.  Everything on screen is deterministic: a fixed log read once
 (no follow, so no "new" highlight and no rate), no job, no toast, two reference threads.
 The layers screen is taken at three sizes (80x24, 120x40, 200x50): which columns show
-depends on the width (priorities), and that is what these pin.
+depends on the width (priorities), and that is what these pin.  Where the time goes
+(issue 14: the table sorted by total, the first-iteration screen, the detail's time and
+first-iteration sections) is taken at 80x24 and 160x45 over a generated first iteration.
 """
 
 from __future__ import annotations
@@ -128,3 +130,54 @@ def test_undecoded_screen(log, snap_compare):
         await until(pilot, lambda: pilot.app.screen.query_one("DataTable").row_count == 1)
         await pilot.pause(0.1)
     assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
+
+
+# ---------------------------------------------------------------------- where the time goes (issue 14)
+
+@pytest.fixture
+def first_iteration_log(log: Path) -> Path:
+    """A generated first iteration (Find-Db misses, tuning searches, kernels compiled or
+    loaded, the elapsed-time field) beside the fixed log, read once."""
+    from miotui.samplegen.generator import generate_text
+    from miotui.samplegen.spec import SampleSpec
+    p = log.parent / "first.log"
+    p.write_text(generate_text(SampleSpec(format="info", iterations=1, startup=True)))
+    return p
+
+
+async def read_first_iteration(pilot) -> None:
+    app: MiotuiApp = pilot.app  # type: ignore[assignment]
+    await until(pilot, lambda: app.last_poll is not None and app.last_poll.finished and app.model.startup.anything
+                and app.model.time_summary is not None, timeout=30)
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_layers_sorted_by_total(first_iteration_log, snap_compare, size):
+    async def before(pilot):
+        await read_first_iteration(pilot)
+        await pilot.press("t")
+        await pilot.pause(0.2)
+    assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_first_iteration_screen(first_iteration_log, snap_compare, size):
+    async def before(pilot):
+        await read_first_iteration(pilot)
+        await pilot.press("i")
+        await pilot.pause(0.3)
+    assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_detail_time_and_first_iteration(first_iteration_log, snap_compare, size):
+    async def before(pilot):
+        await read_first_iteration(pilot)
+        await pilot.press("enter")
+        app = pilot.app
+        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None)
+        if size == (80, 24):     # the sections below the command and the fields
+            app.screen.query_one("#detail-time").scroll_visible(top=True, animate=False)
+        await pilot.pause(0.3)
+    assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)

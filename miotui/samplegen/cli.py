@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     el.add_argument("--elapsed", dest="elapsed", action="store_true", default=None,
                     help="add MIOPEN_ENABLE_LOGGING_ELAPSED_TIME's field (default: trace2x only)")
     el.add_argument("--no-elapsed", dest="elapsed", action="store_false")
+    ap.add_argument("--startup", action="store_true",
+                    help="--format info: the first iteration as MIOpen spends it (Find-Db misses, kernel compiles and "
+                         "cache hits, tuning searches with heartbeats; the elapsed-time field on) and a "
+                         "LogConvolutionExecution line per convolution")
     ap.add_argument("--no-inference", dest="inference", action="store_false",
                     help="leave out the final inference pass")
     ap.add_argument("--out", default="-", help="output file ('-' = stdout; '.gz' = gzip)")
@@ -43,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         spec = SampleSpec(format=ns.format, iterations=ns.iterations, size=ns.size, batch=ns.batch,
-                          seed=ns.seed, level=ns.level, elapsed=ns.elapsed, inference=ns.inference)
+                          seed=ns.seed, level=ns.level, elapsed=ns.elapsed, inference=ns.inference,
+                          startup=ns.startup)
     except ValueError as exc:
         print(f"generate: {exc}", file=sys.stderr)
         return 2

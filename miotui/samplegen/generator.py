@@ -14,6 +14,7 @@ from miotui.samplegen.network import Call, inference_calls, resnet50_layers, tra
 from miotui.samplegen.noise import Noise
 from miotui.samplegen.render import Renderer
 from miotui.samplegen.render_base import SEGMENT, Rec
+from miotui.samplegen.render_startup import FIND_MODE_BANNER
 from miotui.samplegen.spec import SampleSpec
 
 # --------------------------------------------------------------------------------------
@@ -124,6 +125,8 @@ class Generator:
         if self.spec.format == "info":
             recs += [(0, "p", "Info [get_device_name] Raw device name: gfx90a:sramecc+:xnack-", 0.0),
                      (0, "p", "Info [Handle] stream: 0, device_id: 0", 0.0)]
+        if self.spec.startup:
+            recs.append((0, "p", f"Info [] {FIND_MODE_BANNER}", 0.0))
         if self.spec.format in ("command", "info"):
             # printed at the default level (Warning) when the kernel-cache package is missing
             recs.append((0, "p", "Warning [SQLiteBase] Missing system database file: "
@@ -205,9 +208,11 @@ def iter_chunks(spec: SampleSpec) -> Iterator[str]:
         return
 
 
-#: The log behind ``miotui --demo`` (shipped as ``miotui/samples/resnet50_demo.log``):
-#: what a user sees with MIOPEN_ENABLE_LOGGING_CMD=1 MIOPEN_LOG_LEVEL=5.
-DEMO_SPEC = SampleSpec(format="info", level=5, iterations=3, batch=32, seed=0)
+#: The log behind ``miotui --demo`` (shipped as ``miotui/samples/resnet50_demo.log``): what a
+#: user sees with MIOPEN_ENABLE_LOGGING_CMD=1 MIOPEN_LOG_LEVEL=6 MIOPEN_ENABLE_LOGGING_ELAPSED_TIME=1
+#: (and MIOPEN_FIND_ENFORCE=SEARCH): a first iteration that compiles and tunes, then a training
+#: step (the demo keeps repeating it).  No inference pass: it keeps the file under 500 kB.
+DEMO_SPEC = SampleSpec(format="info", level=6, iterations=2, batch=32, seed=0, startup=True, inference=False)
 
 
 def demo_log_path() -> str:
@@ -225,10 +230,14 @@ def write_log(spec: SampleSpec, path: str, *, compresslevel: int = 1) -> int:
     """Write the log to ``path`` (gzip-compressed when it ends in ``.gz``).
 
     Returns the number of uncompressed bytes written.  Writes in multi-megabyte chunks;
-    the gzip stream has no timestamp so the same spec gives the same file.
+    the gzip stream has no timestamp so the same spec gives the same file.  A file is
+    written next to itself and renamed into place when complete; anything else at the
+    path (``/dev/null``, a FIFO) is written to directly: renaming onto it would replace
+    the device itself (as root, ``--out /dev/null`` once made /dev/null a regular file).
     """
     written = 0
-    tmp = path + ".part"
+    direct = os.path.exists(path) and not os.path.isfile(path)
+    tmp = path if direct else path + ".part"
     with open(tmp, "wb") as raw:
         sink: io.BufferedIOBase
         if path.endswith(".gz"):
@@ -249,7 +258,8 @@ def write_log(spec: SampleSpec, path: str, *, compresslevel: int = 1) -> int:
         written += size
         if sink is not raw:
             sink.close()
-    os.replace(tmp, path)
+    if not direct:
+        os.replace(tmp, path)
     return written
 
 

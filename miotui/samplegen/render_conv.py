@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from miotui.samplegen.network import Call, ConvLayer
-from miotui.samplegen.render_base import ALGO_NAMES, Rec, RendererBase, choose_algo, conv_time_ms, cpp_double, hex_addr
+from miotui.samplegen.render_base import ALGO_NAMES, Rec, choose_algo, conv_time_ms, cpp_double, hex_addr
+from miotui.samplegen.render_startup import StartupCalls
 
 
-class ConvCalls(RendererBase):
+class ConvCalls(StartupCalls):
     """The convolution call kinds (``conv_ws``, ``conv_find``, ``conv``)."""
 
     # convolution ------------------------------------------------------------------------
@@ -96,11 +97,15 @@ class ConvCalls(RendererBase):
         recs += self.level("Info2", "FindRecord", f"Looking for key {key} in file {self.fdb_sys}")
         recs += self.level("Info2", "FindRecordUnsafe", f"Looking for key {key} in file {self.fdb_user}")
         recs += self.level("Info2", "Measure", f"Db::FindRecord time: {cpp_double(self.rng.uniform(0.008, 0.06))} ms")
-        recs += self.level("Info", "TryLoad", "Find-db regenerating.")
+        if self.spec.startup:   # the Find's compiles, searches and measurements, line by line
+            recs += self._startup_find(layer, d, solver, ws, ms, key)
+        else:
+            recs += self.level("Info", "TryLoad", "Find-db regenerating.")
         recs += self.level("Info", "FindConvolution", f"{ALGO_NAMES[d][algo]}\t{cpp_double(ms)}\t{ws}")
         recs += self.level("Info", find_fn, f"{tag} Chosen Algorithm: {solver} , {ws}, {cpp_double(ms)}")
-        # Find compiles kernels and times them: the next line comes much later.
-        recs.append((th, "delay", "", self.rng.uniform(150.0, 1800.0)))
+        if not self.spec.startup:
+            # Find compiles kernels and times them: the next line comes much later.
+            recs.append((th, "delay", "", self.rng.uniform(150.0, 1800.0)))
         return recs
 
     def _r_conv(self, call: Call) -> list[Rec]:
@@ -119,6 +124,8 @@ class ConvCalls(RendererBase):
         else:  # 2.x and 5.x log every run, -F 1/2/4
             recs += self.command("LogCmdConvolution", self._conv_cmd_args(layer, d), th)
         recs += self.level("Info", run_fn, f"algo = {algo}, workspace = {ws}")
+        if self.spec.startup:
+            recs += self._execution_line(self._conv_cmd_args(layer, d), solver, self._problem_key(layer, d, "-"))
         recs += self.level("Info2", "GetInvoker", f"Returning an invoker for problem "
                            f"{self._problem_key(layer, d, 'x')} and algorithm {ALGO_NAMES[d][algo]}")
         return recs

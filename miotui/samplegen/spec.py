@@ -31,6 +31,11 @@ class SampleSpec:
     ``elapsed``: add MIOPEN_ENABLE_LOGGING_ELAPSED_TIME's field (not for ``trace2018``,
     which predates it); None = the format's default (on for ``trace2x`` only).
     ``level``: MIOPEN_LOG_LEVEL for the ``info`` format (5 = Info, 6 = Info2).
+    ``startup`` (``info`` only): the first iteration as MIOpen spends it, Find-Db misses,
+    kernel compiles and binary-cache hits (Info2: level 6), tuning searches with their
+    heartbeats, and a ``LogConvolutionExecution`` line per convolution
+    (:mod:`miotui.samplegen.render_startup`); it turns the elapsed-time field on unless
+    ``elapsed`` is False (an untimed log: counts without durations).
     """
 
     format: str = "trace55"
@@ -41,6 +46,7 @@ class SampleSpec:
     level: int = 6
     elapsed: bool | None = None
     inference: bool = True
+    startup: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -55,10 +61,15 @@ class SampleSpec:
             raise ValueError("level must be 5 (Info) or 6 (Info2)")
         if self.elapsed and self.format == "trace2018":
             raise ValueError("MIOpen 1.7 (trace2018) has no elapsed-time field")
+        if self.startup and self.format != "info":
+            raise ValueError("a first iteration (startup) is written in the info format only (its lines are level "
+                             "lines)")
 
     @property
     def use_elapsed(self) -> bool:
-        return self.format == "trace2x" if self.elapsed is None else self.elapsed
+        if self.elapsed is None:
+            return self.format == "trace2x" or self.startup
+        return self.elapsed
 
 
 def ground_truth(spec: SampleSpec) -> GroundTruth:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from rich.table import Table
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -23,6 +24,7 @@ from textual.widgets import Footer, Static
 from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
+from miotui.widgets.startup_model import searches_of, what_logged
 
 #: columns from which the detail lays out side by side and shows every run column
 WIDE = 110
@@ -54,6 +56,7 @@ class DetailScreen(Screen):
             yield Static(id="detail-command")
             yield Static(id="detail-state")
             yield Static(id="detail-compare")
+            yield Static(id="detail-time")
             yield Static(id="detail-runs")
             yield Static(id="detail-warnings")
             yield Static(id="detail-fields")
@@ -99,8 +102,11 @@ class DetailScreen(Screen):
         history = runs.history(self.layer_id)
         state, progress = runs.state(self.layer_id), runs.progress(self.layer_id)
         wide = self.size.width >= WIDE
+        summary = model.time_summary
+        searching = searches_of(model.startup, self.layer_id)
         key = (id(snap), len(history), id(history[-1]) if history else None, state, progress,
-               self.reference_bytes, id(model.job_env), wide)
+               self.reference_bytes, id(model.job_env), wide, summary.total_ms if summary is not None else None,
+               what_logged(model.startup.totals), tuple(searching))
         if not force and key == self._last_key:
             return
         state_changed = self._last_key is None or self._last_key[3] != state
@@ -124,6 +130,18 @@ class DetailScreen(Screen):
         self.query_one("#detail-warnings", Static).update(view.warnings_text(snap.warnings))
         results = runs.results(self.layer_id)
         self._show("#detail-compare", view.comparison_text(snap, results))
+        totals = model.startup.totals
+        time_grid = Table.grid(padding=(0, 4))
+        tables = (view.time_table(model.layer_time(self.layer_id), snap.executions,
+                                  runs.latest_by_backend(self.layer_id)),
+                  view.startup_table(snap.startup, snap.finds, totals, searching))
+        if wide:
+            time_grid.add_row(*tables)
+        else:
+            time_grid.add_row(tables[0])
+            time_grid.add_row(Text(""))
+            time_grid.add_row(tables[1])
+        self.query_one("#detail-time", Static).update(time_grid)
         self._show("#detail-state", view.run_state_text(state, progress, runs.position(self.layer_id)))
         self.query_one("#detail-runs", Static).update(
             view.runs_renderable(runs.latest_by_backend(self.layer_id), history, state, narrow=not wide))

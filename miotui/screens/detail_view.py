@@ -17,7 +17,9 @@ from rich.text import Text
 from miotui import units
 from miotui.run_summary import driver_comparison, noise_warning, settings_text, severity, status_text, verdict_of
 from miotui.safe_text import visible
+from miotui.timing import HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
+from miotui.widgets.startup_model import search_progress_text, what_logged
 
 #: Annotation names shown under "MIOpen's choice", with their labels.
 CHOICE_LABELS = (
@@ -28,6 +30,16 @@ CHOICE_LABELS = (
     ("driver_tolerance", "driver tolerance"), ("driver_reference", "driver reference"),
 )
 _VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
+#: what each time source is (``miotui.timing``)
+SOURCE_LABELS = {
+    "perf_log": "MIOPEN_PERFORMANCE_LOGS: MIOpen's mean measured kernel time",
+    "execution_log": "LogConvolutionExecution: the Find-Db time of the solution each execution ran",
+    "find": "the Find: the time it measured for the chosen solution",
+    "driver": "MIOpenDriver's kernel time, printed in the log",
+}
+_FIND_DB = {"hit": "hit: the Find was answered from the Find-Db",
+            "miss": "miss: the Find measured the solvers (Find-db regenerating)"}
+NOT_LOGGED = "not logged"
 
 
 def t(value: Any, style: str = "") -> Text:
@@ -110,6 +122,78 @@ def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = 
         grid.add_row(Text(""))
         grid.add_row(fields)
     return grid
+
+
+def _logged(ms: Optional[float], note: str = "") -> Any:
+    """A duration, or ``not logged`` (never 0 for a duration the log does not give)."""
+    if ms is not None:
+        return units.time_ms(ms)
+    return Text(NOT_LOGGED + (f" ({note})" if note else ""), style="dim")
+
+
+def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table:
+    """The layer's logged GPU time (per call, from where, total, share) or how to get one,
+    and, apart, the time miotui measured itself (a CPU reference is not GPU time)."""
+    lt = layer_time
+    rows: list[tuple[str, Any]] = []
+    if lt.per_call_ms is None:
+        rows.append(("per call", Text("not in the log", style="yellow")))
+        rows.append(("to get it", Text(visible(HOW_TO_TIME.split(": ", 1)[-1]), style="dim")))
+    else:
+        rows.append(("per call", units.time_ms(lt.per_call_ms)))
+        rows.append(("from", SOURCE_LABELS.get(lt.source or "", lt.source or "")))
+        if lt.total_ms is None:
+            rows.append(("total", Text("none: not executed in the log (found or mentioned only)", style="dim")))
+        else:
+            rows.append(("total", f"{units.time_ms(lt.total_ms)} ({executions:,} executions)"))
+            rows.append(("share", f"{100 * lt.share:.1f}% of the logged GPU time" if lt.share is not None
+                         else units.MISSING))
+    for r in latest:
+        if r.median_ms is not None:
+            rows.append((f"miotui run ({r.backend})", Text(f"{units.time_ms(r.median_ms)} median: measured here, "
+                                                            "not the log's GPU time, never in its totals",
+                                                            style="italic")))
+            break
+    return kv_table("Time (the log's GPU time)", rows)
+
+
+def startup_table(startup: Any, finds: int, totals: Any, searching: Sequence[Any] = ()) -> Table:
+    """The layer's first iteration: Find-Db, solvers measured, tuning, kernels compiled or
+    from the binary cache, and how long each took (``not logged`` where the whole log, whose
+    ``totals`` say what it holds, says nothing of the kind; ``none`` only where it would have);
+    a tuning search in progress (``searching``, while following) with MIOpen's progress and ETA."""
+    s = startup
+    log_timed, log_has_binaries, log_has_searches = what_logged(totals)
+    no_clock = "" if log_timed else "the log has no clock"
+    rows: list[tuple[str, Any]] = [("Finds", f"{finds:,}")]
+    rows.append(("Find-Db", _FIND_DB.get(s.find_db) or Text(f"{NOT_LOGGED} (MIOPEN_LOG_LEVEL=5 logs Find-Db misses)",
+                                                             style="dim")))
+    rows.append(("solvers measured", str(s.solvers_measured) if s.solvers_measured or s.find_db != "unknown"
+                 else Text(NOT_LOGGED, style="dim")))
+    if searching and s.tuning_ms is None:
+        rows.append(("tuning search", Text("in progress (below)", style="bold")))
+    elif s.tuning_ms is not None or (s.searched and s.find_db != "miss"):
+        rows.append(("tuning search", _logged(s.tuning_ms, no_clock)))
+    elif log_has_searches:
+        rows.append(("tuning search", "none"))
+    else:
+        rows.append(("tuning search", Text(f"{NOT_LOGGED} (MIOPEN_LOG_LEVEL=5 logs tuning searches)", style="dim")))
+    if log_has_binaries:
+        rows.append(("kernels compiled", str(s.kernels_compiled)))
+        rows.append(("from the binary cache", str(s.kernels_from_cache)))
+        rows.append(("compile time", _logged(s.compile_ms, no_clock) if s.kernels_compiled else "none"))
+    else:
+        rows.append(("kernels", Text(f"{NOT_LOGGED} (MIOPEN_LOG_LEVEL=6 logs each compile and cache hit)",
+                                     style="dim")))
+    if finds or s.find_ms is not None:
+        rows.append(("Find time", Text("in progress", style="bold") if searching and s.find_ms is None
+                     else _logged(s.find_ms, no_clock)))
+    for p in searching:
+        now = Text()
+        now.append(visible(p.solver), style="cyan")
+        now.append("\n" + search_progress_text(p), style="bold")
+        rows.append(("searching now", now))
+    return kv_table("First iteration", rows)
 
 
 def warnings_text(warnings: Sequence[str]) -> Text:

@@ -7,7 +7,7 @@ and asks the app for what it cannot do itself with
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from rich.text import Text
 from textual import on
@@ -28,12 +28,40 @@ LOGGING_HINT = ("MIOpen logs nothing by default. Start the job with MIOPEN_ENABL
                 "call: every layer), and MIOPEN_LOG_LEVEL=5 for MIOpen's chosen solvers; "
                 "MIOPEN_ENABLE_LOGGING=1 logs the full API trace.")
 
+#: what the time line calls each time source (``miotui.timing.TIME_SOURCES``)
+SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver"}
+
+
+def time_line_text(summary: Any, sources: Sequence[tuple[str, int]]) -> str:
+    """The line over the table: how many layers are timed and how much the top 5 take,
+    how to time the others, where the per-call times come from, and the keys that go
+    further (``t``, ``i``).  Cut at the right edge, so the order is what matters most first."""
+    parts = [summary.line()]
+    if 0 < summary.timed < summary.layers:
+        parts.append(f"{summary.layers - summary.timed} untimed: MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 "
+                     "times them")
+    if sources:
+        parts.append("per call from " + ", ".join(f"{SOURCE_NAMES.get(name, name)} ({n})" for name, n in sources))
+    parts.append("t: sort by total · i: first iteration")
+    return " · ".join(parts)
+
+
+def empty_text(lines: int, undecoded: int, sources: str, follow: bool) -> str:
+    """Why the table is empty once the log has been read: what was read and what to set."""
+    text = f"No MIOpen layer in {lines:,} lines of {sources} yet"
+    text += " (following: layers appear as the job logs them).\n\n" if follow else ".\n\n"
+    text += LOGGING_HINT
+    if undecoded:
+        text += f"\n\n{undecoded:,} lines looked like MIOpen's but could not be decoded: u lists them."
+    return text
+
 
 class LayersScreen(Screen):
     """Unique layers as they are decoded; everything else is reached from here."""
 
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="layers.filter"),
+        Binding("t", "sort_total", "Sort by total", id="layers.sort_total"),
         Binding("escape", "escape", "Cancel run / clear filter", show=False, id="layers.escape"),
         Binding("r", "run", "Run", id="layers.run"),
         Binding("R", "run_with", "Run with…", id="layers.run_with"),
@@ -62,6 +90,7 @@ class LayersScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Tabs(self._all_tab, id="op-tabs")
         with Vertical(id="main"):
+            yield Static("", id="time-line")
             yield Static("", id="empty")
             yield LayerTable(id="layers")
             yield LogPane(id="log-pane")
@@ -106,6 +135,13 @@ class LayersScreen(Screen):
             snap = self.table.selected_snapshot
             if snap is not None and any(s.id == snap.id for s in snapshots):
                 self.log_pane.show_layer(snap, self.default_path)
+
+    def set_time_line(self, text: str) -> None:
+        """Where the logged GPU time goes (:func:`time_line_text`): shown once the log has
+        a layer."""
+        line = self.query_one("#time-line", Static)
+        line.set_class(bool(text), "visible")
+        line.update(Text(visible(text)))
 
     def set_empty_state(self, text: Optional[str]) -> None:
         """Say why the table is empty (``None``: it is not)."""
@@ -254,6 +290,12 @@ class LayersScreen(Screen):
 
         model = self.table.model
         self.app.push_screen(SortScreen(model.sort_key, model.sort_reverse), chosen)
+
+    def action_sort_total(self) -> None:
+        """``t``: the costliest layers first (the logged GPU total); again: the cheapest first."""
+        self.table.sort_by("total_ms")
+        self.table.action_first()
+        self.table.focus()
 
     def action_reverse_sort(self) -> None:
         model = self.table.model

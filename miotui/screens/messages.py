@@ -55,3 +55,11 @@ class ViewChanged(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ViewChanged)
+
+
+class StartupChanged(Message):
+    """What the first iteration spent changed (a new startup view from the poller, or a new
+    calls-per-second sample): the startup screen redraws from the live model."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StartupChanged)

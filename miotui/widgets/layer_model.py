@@ -23,8 +23,17 @@ Rows are keyed by the layer's id (``LayerSnapshot.id``: its arrival order, from 
 the number the ``#`` column shows and ``miotui run --log F --layer K`` takes.
 
 Columns have a *priority*: a narrow terminal shows the most important ones (``# op dir
-dtype``, the shape, executions, time, verdict) and a wider one adds the rest in order,
-as htop's column setup and k9s's wide view do (:func:`fit_columns`).
+dtype``, the shape, executions, the share of the logged GPU time, a run's time and
+verdict) and a wider one adds the rest in order, as htop's column setup and k9s's wide
+view do (:func:`fit_columns`).  Columns that hold nothing yet (no time in the log, no run
+yet) take no room (``optional``).
+
+Time (``miotui.timing``): ``ms/call`` is MIOpen's logged GPU time per call (its source is
+named in the detail), ``total ms`` that times the executions, ``share`` the total over the
+sum of every timed layer's total.  A share changes whenever any layer runs again, so the
+model keeps the sum (``time_total``) and the costliest total (``time_top``, the full bar)
+and the cell is drawn from them when it is on screen (:func:`share_text`), never stored.
+A time miotui measured itself is the separate ``run time`` column, never in these.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from miotui import units
 from miotui.export import layer_columns
 from miotui.run_summary import RunSummary
 from miotui.safe_text import visible
+from miotui.timing import per_call_time
 
 #: Seconds a new row stays highlighted.
 NEW_ROW_SECONDS = 2.0
@@ -59,6 +69,8 @@ class Column:
     flex: bool = False
     #: stays on screen when the table scrolls right
     frozen: bool = False
+    #: the narrowest it is drawn (room for the title and the sort arrow)
+    min_width: int = 0
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -85,21 +97,29 @@ COLUMNS: tuple[Column, ...] = (
     Column("mode", "mode", max_width=12, priority=5),
     Column("output", "output", max_width=16, priority=5),
     Column("executions", "exec", numeric=True, dynamic=True, max_width=13, priority=0),
+    Column("call_ms", "ms/call", numeric=True, dynamic=True, max_width=9, optional=True,
+           help="MIOpen's logged GPU time per call (perf log > execution log > find > driver)", priority=4,
+           min_width=8),
+    Column("total_ms", "total ms", numeric=True, dynamic=True, max_width=10, optional=True,
+           help="logged GPU time: ms/call x executions", priority=3, min_width=9),
+    Column("share", "share", numeric=True, dynamic=True, max_width=11, optional=True,
+           help="share of the logged GPU time; the bar is relative to the costliest layer", priority=1),
     Column("finds", "find", numeric=True, dynamic=True, max_width=9, priority=4),
     Column("work", "work", numeric=True, max_width=11, help="FLOPs per call", priority=4),
     Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm",
            priority=3, flex=True),
-    Column("solver_ms", "MIOpen time", numeric=True, dynamic=True, max_width=11,
-           help="MIOpen's logged time for its chosen solver", priority=4),
-    Column("run_ms", "run time", numeric=True, dynamic=True, max_width=9,
-           help="last run: median time per call", priority=0),
-    Column("rate", "speed", numeric=True, dynamic=True, max_width=12,
+    Column("run_ms", "run time", numeric=True, dynamic=True, max_width=9, optional=True,
+           help="last run in miotui: median time per call (its own figure, not the log's GPU time)", priority=0),
+    Column("rate", "speed", numeric=True, dynamic=True, max_width=12, optional=True,
            help="last run: GFLOP/s for convolutions, GB/s for memory-bound layers", priority=2),
-    Column("verdict", "verdict", dynamic=True, max_width=16, help="last run's verdict", priority=0),
+    Column("verdict", "verdict", dynamic=True, max_width=16, optional=True, help="last run's verdict", priority=0),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 #: the widest a flex column grows to
 FLEX_MAX = 48
+#: the share cell: ``100.0%`` and a bar of eighth blocks
+SHARE_WIDTH = 11
+_EIGHTHS = " ▏▎▍▌▋▊▉"
 
 #: Filter field names -> column keys.
 FIELD_ALIASES = {
@@ -109,7 +129,8 @@ FIELD_ALIASES = {
     "stride": "stride", "dil": "dilation", "dilation": "dilation", "g": "groups", "groups": "groups",
     "group": "groups", "mode": "mode", "out": "output", "output": "output", "exec": "executions",
     "executions": "executions", "find": "finds", "finds": "finds", "gflop": "work", "work": "work",
-    "flop": "work", "solver": "solver", "algo": "solver", "ms": "solver_ms", "run": "run_ms", "runms": "run_ms",
+    "flop": "work", "solver": "solver", "algo": "solver", "ms": "call_ms", "total": "total_ms", "run": "run_ms",
+    "runms": "run_ms",
     "time": "run_ms", "gflops": "rate", "speed": "rate", "rate": "rate", "verdict": "verdict", "src": "source",
     "source": "source", "warn": "warnings", "warnings": "warnings",
 }
@@ -119,7 +140,7 @@ DIMS_KEYS = frozenset({"filter", "pad", "stride", "dilation", "output"})
 class Row:
     """One layer: its snapshot, its formatted cells and its search text."""
 
-    __slots__ = ("id", "snapshot", "values", "cells", "added", "result", "_search", "version")
+    __slots__ = ("id", "snapshot", "values", "cells", "added", "result", "_search", "version", "time_source")
 
     def __init__(self, snapshot: Any, now: float) -> None:
         self.id: int = snapshot.id
@@ -130,6 +151,7 @@ class Row:
         self.result: Optional[RunSummary] = None
         self._search: Optional[str] = None
         self.version = 0
+        self.time_source: Optional[str] = None
         p = snapshot.problem
         cols = layer_columns(p)
         v = self.values
@@ -166,12 +188,12 @@ class Row:
         if not solver and ann.get("algorithm"):
             solver = f"algo {ann['algorithm']}"
         v["solver"] = cells["solver"] = visible(solver)
-        ms = ann.get("solver_time_ms", "")
-        try:
-            v["solver_ms"] = float(ms) if ms else None
-        except ValueError:
-            v["solver_ms"] = None
-        cells["solver_ms"] = units.time_ms(v["solver_ms"]) if v["solver_ms"] is not None else visible(ms)
+        ms, source = per_call_time(snapshot.annotations)
+        total = ms * snapshot.executions if ms is not None and snapshot.executions else None
+        v["call_ms"], v["total_ms"], v["share"] = ms, total, total   # a share sorts as its total
+        self.time_source = source
+        cells["call_ms"] = units.sig(ms) if ms is not None else ""
+        cells["total_ms"] = units.sig(total) if total is not None else ""
         self._search = None
         self.version += 1
 
@@ -346,12 +368,17 @@ class LayerTableModel:
         self.filter = parse_filter("")
         self.op_kind: Optional[str] = None
         # room for the sort arrow next to a one-letter title ("#▲")
-        self.widths: dict[str, int] = {c.key: max(2, len(c.title)) for c in COLUMNS}
+        self.widths: dict[str, int] = {c.key: max(2, len(c.title), c.min_width) for c in COLUMNS}
         #: the longest cell of each column, uncut (a flex column may grow to it)
         self.natural: dict[str, int] = dict(self.widths)
         self.has_value: set[str] = set()
         self.op_counts: dict[str, int] = {}
         self.clock = clock
+        #: the sum of every layer's logged GPU total, the largest one, and a counter that
+        #: moves when either does (share cells on screen are redrawn then)
+        self.time_total = 0.0
+        self.time_top = 0.0
+        self.time_version = 0
 
     # ------------------------------------------------------------------ updates
 
@@ -359,6 +386,7 @@ class LayerTableModel:
         now = self.clock()
         new: list[int] = []
         changed: list[int] = []
+        total, top, recount = self.time_total, self.time_top, False
         for snap in snapshots:
             row = self.rows.get(snap.id)
             if row is None:
@@ -366,12 +394,30 @@ class LayerTableModel:
                 self.rows[snap.id] = row
                 self.op_counts[row.values["op"]] = self.op_counts.get(row.values["op"], 0) + 1
                 new.append(snap.id)
+                before = None
             else:
+                before = row.values["total_ms"]
                 row.set_snapshot(snap)
                 changed.append(snap.id)
+            after = row.values["total_ms"]
+            if after != before:
+                total += (after or 0.0) - (before or 0.0)
+                if after is not None and after > top:
+                    top = after
+                elif before is not None and before >= top:
+                    recount = True          # the costliest layer got cheaper (a better time source)
             self._grow_widths(row)
+        if recount:
+            top = max((r.values["total_ms"] or 0.0 for r in self.rows.values()), default=0.0)
+        if (total, top) != (self.time_total, self.time_top):
+            self.time_total, self.time_top = max(total, 0.0), top
+            self.time_version += 1
         view_changed = self._after_change(new, changed)
         return UpdateInfo(tuple(new), tuple(changed), view_changed)
+
+    def share_cell(self, row: Row, width: int = SHARE_WIDTH) -> str:
+        """The share cell of ``row`` now (``""`` for a layer with no logged total)."""
+        return share_text(row.values["total_ms"], self.time_total, self.time_top, width)
 
     def set_result(self, layer_id: int, result: Optional[RunSummary]) -> bool:
         row = self.rows.get(layer_id)
@@ -383,6 +429,9 @@ class LayerTableModel:
 
     def _grow_widths(self, row: Row) -> None:
         widths = self.widths
+        if row.values["total_ms"] is not None and "share" not in self.has_value:
+            self.has_value.add("share")
+            widths["share"] = self.natural["share"] = SHARE_WIDTH
         for key, text in row.cells.items():
             if text:
                 self.has_value.add(key)
@@ -478,6 +527,21 @@ class LayerTableModel:
 
     def snapshots_in_view(self) -> list[Any]:
         return [self.rows[i].snapshot for i in self.view]
+
+
+def share_text(total: Optional[float], grand: float, top: float, width: int = SHARE_WIDTH) -> str:
+    """``  3.8% █▌  ``: the share of the logged GPU time and a bar relative to the costliest
+    layer (``top``), in ``width`` cells; only the number when there is no room for a bar."""
+    if total is None or grand <= 0:
+        return ""
+    pct = 100.0 * total / grand
+    number = f"{pct:.1f}%" if pct >= 0.05 or total == 0 else "<0.1%"
+    room = width - 7
+    if room <= 0:
+        return number
+    eighths = round(min(1.0, total / top) * room * 8) if top > 0 else 0
+    bar = "█" * (eighths // 8) + (_EIGHTHS[eighths % 8] if eighths % 8 else "")
+    return f"{number:>6} {bar:<{room}}"
 
 
 def format_cell(text: str, width: int, numeric: bool) -> str:

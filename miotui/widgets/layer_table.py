@@ -36,6 +36,9 @@ from miotui.widgets.layer_model import Column, LayerTableModel, UpdateInfo, fit_
 
 _VERDICT_CLASS = {"ok": "ok", "FAILED": "failed", "error": "failed", "refused": "warn", "cancelled": "warn",
                   "n/a": "dim", "running": "running", "queued": "running"}
+#: columns in the same order as another (a share sorts as its total): both get the sort
+#: arrow, so a narrow table that shows only the share still shows how it is sorted
+SAME_ORDER = {"share": "total_ms", "total_ms": "share"}
 
 
 class LayerTable(ScrollView, can_focus=True):
@@ -57,7 +60,7 @@ class LayerTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
         "layer-table--header", "layer-table--header-sorted", "layer-table--cursor", "layer-table--new",
         "layer-table--even", "layer-table--ok", "layer-table--failed", "layer-table--warn",
-        "layer-table--running", "layer-table--dim",
+        "layer-table--running", "layer-table--dim", "layer-table--share",
     }
 
     DEFAULT_CSS = """
@@ -81,6 +84,7 @@ class LayerTable(ScrollView, can_focus=True):
         & > .layer-table--warn { color: $warning; }
         & > .layer-table--running { color: $accent; text-style: italic; }
         & > .layer-table--dim { color: $foreground-muted; }
+        & > .layer-table--share { color: $accent; }
     }
     """
 
@@ -399,7 +403,7 @@ class LayerTable(ScrollView, can_focus=True):
         for col in self._columns:
             title = col.title
             style = header
-            if col.key == self.model.sort_key:
+            if col.key == self.model.sort_key or SAME_ORDER.get(col.key) == self.model.sort_key:
                 arrow = "▼" if self.model.sort_reverse else "▲"
                 w = widths[col.key]
                 title = title + arrow if len(title) < w else title[:max(0, w - 1)] + arrow
@@ -415,7 +419,8 @@ class LayerTable(ScrollView, can_focus=True):
         if not is_new:
             self._flashing.discard(row.id)
         focused = self.has_focus
-        key = (row.id, row.version, is_cursor, is_new, pos % 2, focused)
+        # a share moves when any layer runs again: the model's time_version says when
+        key = (row.id, row.version, is_cursor, is_new, pos % 2, focused, self.model.time_version)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -435,8 +440,13 @@ class LayerTable(ScrollView, can_focus=True):
         run: list[str] = [" "]
         run_style = style
         for col in self._columns:
-            text = format_cell(cells.get(col.key, ""), widths[col.key], col.numeric) + " "
             cell_style = style
+            if col.key == "share":
+                text = format_cell(self.model.share_cell(row, widths["share"]), widths["share"], True) + " "
+                if not is_cursor:
+                    cell_style = style + self.get_component_rich_style("layer-table--share")
+            else:
+                text = format_cell(cells.get(col.key, ""), widths[col.key], col.numeric) + " "
             if col.key == "verdict" and row.result is not None and not is_cursor:
                 cls = _VERDICT_CLASS.get(row.result.verdict)
                 if cls:
@@ -472,8 +482,9 @@ class LayerTable(ScrollView, can_focus=True):
         return lines
 
     def row_text(self, layer_id: int) -> dict[str, str]:
+        """The row's cells as drawn (the share, drawn from the model's totals, with them)."""
         row = self.model.rows.get(layer_id)
-        return dict(row.cells) if row else {}
+        return dict(row.cells, share=self.model.share_cell(row)) if row else {}
 
     @property
     def selected_snapshot(self) -> Optional[Any]:

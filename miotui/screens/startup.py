@@ -1,0 +1,232 @@
+"""The startup view: what the first iteration spent, while it is being spent.
+
+MIOpen does its expensive work the first time it meets a problem (a Find measures the
+solvers, a tuning search tries hundreds of configs, each kernel not in the binary cache
+is compiled), and users ask why their first iteration takes minutes.  This screen shows
+the log's answer: the totals, the settings in force (from the log, and from the job's
+environment where miotui can read it), the tuning searches in progress with MIOpen's own
+progress and ETA, calls per second and compile time per layer as sparklines, and a
+timeline of the layers as MIOpen met them with their Find, tuning and compile spans.
+
+It reads the live model's :class:`~miotui.widgets.startup_model.StartupView` (built by the
+poller) and redraws when the app posts :class:`~miotui.screens.messages.StartupChanged`;
+it never polls.  Every name from the log or the environment is shown as text
+(``detail_view.t``), never as markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Sparkline, Static
+
+from miotui import units
+from miotui.screens.detail_view import t
+from miotui.screens.messages import StartupChanged
+from miotui.widgets.startup_model import (
+    SPAN_CHARS,
+    StartupView,
+    compile_series,
+    search_progress_text,
+    settings_rows,
+    span_bar,
+)
+
+#: what to set when the log has no clock
+UNTIMED_HINT = ("No durations: this log has no clock. MIOPEN_ENABLE_LOGGING_ELAPSED_TIME=1 (or "
+                "MIOPEN_ENABLE_LOGGING_DATE_TIME=1) makes MIOpen time every line, and compiles, tuning and Finds "
+                "get their durations.")
+#: what to set when the log says nothing about its first iteration
+NOTHING_HINT = ("Nothing about the first iteration in this log yet. MIOPEN_LOG_LEVEL=5 logs each Find and "
+                "Find-Db miss and the tuning searches, 6 also each kernel compiled or loaded from the binary cache; "
+                "MIOPEN_ENABLE_LOGGING_ELAPSED_TIME=1 how long each took.")
+#: the timeline's columns between the layer and the span bar, and their widths
+_FIXED = (("Find-Db", 7), ("find", 7), ("tune", 7), ("compile", 7), ("kernels", 7))
+#: the narrowest the layer label and the span bar get, and the widest the label gets
+_LABEL_MIN, _LABEL_MAX, _BAR_MIN = 16, 40, 12
+
+
+def duration(ms: Optional[float], happened: bool) -> str:
+    """A span's duration: empty when it did not happen, ``—`` when the log has no clock."""
+    if not happened:
+        return ""
+    return units.time_ms(ms) if ms is not None else units.MISSING
+
+
+class StartupScreen(Screen):
+    """The first iteration: totals, settings, searches in progress, timeline."""
+
+    BINDINGS = [Binding("escape,q,i", "back", "Back", id="startup.back")]
+
+    def __init__(self, model: Any, follow: bool = False) -> None:
+        super().__init__(id="startup-screen")
+        self.model = model
+        #: calls per second mean something only while following (a file read once is read
+        #: as fast as the disk goes): the sparkline shows then
+        self.follow = follow
+        self._rows_key: Any = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="startup-title")
+        with VerticalScroll(id="startup-scroll"):
+            yield Static(id="startup-notes")
+            yield Static(id="startup-settings")
+            yield Static(id="startup-searching")
+            with Horizontal(classes="spark-row", id="calls-row") as row:
+                row.display = self.follow
+                yield Static(id="calls-label", classes="spark-label")
+                yield Sparkline([], id="calls-spark")
+            with Horizontal(classes="spark-row"):
+                yield Static(id="compile-label", classes="spark-label")
+                yield Sparkline([], id="compile-spark")
+            yield Static(id="startup-timeline")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_content()
+        self.query_one("#startup-scroll").focus()
+
+    def on_startup_changed(self, message: StartupChanged) -> None:
+        message.stop()
+        self.refresh_content()
+
+    def on_resize(self) -> None:
+        self._rows_key = None
+        self.refresh_content()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    # ------------------------------------------------------------------ content
+
+    def refresh_content(self) -> None:
+        model = self.model
+        view: StartupView = model.startup
+        title = Text()
+        if view.anything:       # the summary starts "first iteration: ..."
+            title.append(t(view.summary[:1].upper() + view.summary[1:]))
+            title.stylize("bold", 0, len("First iteration"))
+        else:
+            title.append("First iteration", style="bold")
+            title.append(": nothing logged yet")
+        self.query_one("#startup-title", Static).update(title)
+        self.query_one("#startup-notes", Static).update(self._notes(view))
+        self.query_one("#startup-settings", Static).update(self._settings(view))
+        self.query_one("#startup-searching", Static).update(self._searching(view))
+        rates = list(model.call_rates)
+        self.query_one("#calls-label", Static).update(
+            Text(f"calls/s {units.sig(rates[-1]) if rates else units.MISSING}", style="dim"))
+        self.query_one("#calls-spark", Sparkline).data = rates or [0.0]
+        series = compile_series(view.rows, view.totals.timed)
+        top = max(series, default=0.0)
+        what = (f"compile/layer ≤{units.time_ms(top)}" if view.totals.timed
+                else f"compiles/layer ≤{top:.0f}")
+        self.query_one("#compile-label", Static).update(Text(what, style="dim"))
+        self.query_one("#compile-spark", Sparkline).data = series or [0.0]
+        key = (view.rows, view.clock, view.more)
+        if key != self._rows_key:
+            self._rows_key = key
+            self.query_one("#startup-timeline", Static).update(self._timeline(view))
+
+    def _notes(self, view: StartupView) -> Text:
+        out = Text()
+        summary = self.model.time_summary
+        if summary is not None:
+            out.append("GPU time: ", style="bold")
+            out.append(t(summary.line()))
+        if not view.anything:
+            out.append("\n" if out.plain else "")
+            out.append(t(NOTHING_HINT, "yellow"))
+        elif not view.totals.timed:
+            out.append("\n" if out.plain else "")
+            out.append(t(UNTIMED_HINT, "yellow"))
+        if view.totals.unattributed:
+            out.append("\n" if out.plain else "")
+            ms = view.totals.unattributed_ms
+            out.append(t(f"{view.totals.unattributed} events could not be given to a layer"
+                         + (f" ({units.time_ms(ms)})" if ms is not None else "")
+                         + ": a thread with no call of its own (a compile thread, say)", "dim"))
+        return out
+
+    def _settings(self, view: StartupView) -> Any:
+        model = self.model
+        rows = settings_rows(view.totals.settings, model.job_env, model.job_pid)
+        table = Table(title="Settings in force", title_justify="left", title_style="bold", show_header=False,
+                      box=None, padding=(0, 1), expand=False)
+        table.add_column("setting", style="dim", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        table.add_column("from", style="dim", overflow="fold")
+        for name, value, where in rows:
+            table.add_row(t(name), t(value), t(where))
+        names = {name for name, _, _ in rows}
+        if "MIOPEN_FIND_MODE" not in names:
+            table.add_row(t("MIOPEN_FIND_MODE"), Text("not in the log or the job's environment", style="dim"),
+                          Text("MIOpen's default applies", style="dim"))
+        if model.job_env is None:
+            note = Text("The job's environment is unknown: --pid N (or the job found writing the log) reads its "
+                        "MIOPEN_* variables.", style="dim")
+        elif not model.job_env:
+            note = Text("The job's environment has no MIOPEN_* variable.", style="dim")
+        else:
+            return table
+        return Group(table, note)
+
+    def _searching(self, view: StartupView) -> Text:
+        searching = view.totals.searching
+        out = Text()
+        out.append("Tuning searches", style="bold")
+        if not searching:
+            done = view.totals.searches
+            out.append(t(f"  none running ({done} in the log so far)" if done else "  none in the log", "dim"))
+            return out
+        out.append("  (progress and ETA from MIOpen's heartbeat, every 3 s)", style="dim")
+        labels = {r.layer_id: r.label for r in view.rows}
+        for p in searching:
+            out.append("\n  ")
+            if p.layer_id is not None:
+                out.append(f"layer {p.layer_id} ", style="bold")
+                out.append(t(labels.get(p.layer_id, "")))
+                out.append("  ")
+            out.append(t(p.solver, "cyan"))
+            out.append("\n    ")
+            out.append(search_progress_text(p))
+        return out
+
+    def _timeline(self, view: StartupView) -> Any:
+        id_width = max(2, len(str(max((r.layer_id for r in view.rows), default=1))))
+        free = (self.size.width or 80) - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
+        label = max(_LABEL_MIN, min(_LABEL_MAX, free - _BAR_MIN, max((len(r.label) for r in view.rows), default=0)))
+        width = max(_BAR_MIN, free - label)
+        legend = "  ".join(f"{c} {k}" for k, c in SPAN_CHARS.items())
+        caption = (f"when: {legend} on the log's clock; kernels: compiled+from the cache; — not logged"
+                   if view.clock else "no spans: the log has no clock; kernels: compiled+from the cache")
+        if view.more:
+            caption += f"; {view.more} more layers not listed"
+        table = Table(title="Timeline: the layers as MIOpen met them", title_justify="left", title_style="bold",
+                      box=None, padding=(0, 1, 0, 0), pad_edge=False, header_style="bold dim", expand=False,
+                      caption=caption, caption_justify="left", caption_style="dim")
+        table.add_column("#", width=id_width, no_wrap=True, justify="right")
+        table.add_column("layer", width=label, no_wrap=True, overflow="ellipsis")
+        for name, w in _FIXED:
+            table.add_column(name, width=w, no_wrap=True, overflow="ellipsis",
+                             justify="left" if name == "Find-Db" else "right")
+        table.add_column("when", width=width, no_wrap=True)
+        for row in view.rows:
+            s = row.startup
+            kernels = f"{s.kernels_compiled}+{s.kernels_from_cache}" if s.kernels_compiled or s.kernels_from_cache \
+                else ""
+            table.add_row(str(row.layer_id), t(row.label), t(s.find_db if s.find_db != "unknown" else ""),
+                          duration(s.find_ms, s.find_ms is not None or s.find_db == "miss"),
+                          duration(s.tuning_ms, s.searched and s.find_db != "miss" or s.tuning_ms is not None),
+                          duration(s.compile_ms, s.kernels_compiled > 0),
+                          kernels, Text(span_bar(row, view.clock, width), style="cyan"))
+        if not view.rows:
+            table.add_row("", Text("no layer has first-iteration facts yet", style="dim"), *([""] * 6))
+        return table
