@@ -67,7 +67,8 @@ def conv_kernel(solver: str, layer: ConvLayer, direction: str) -> tuple[str, str
     """(kernel file, build options, kernel name) a solver builds for a problem; None for a
     solver that calls a library (rocBLAS) and builds nothing of MIOpen's."""
     if solver.startswith("ConvBinWinograd"):
-        return "Conv_Winograd_v21_1_3_gfx9_fp32_f2x3_stride1.s.o", _ASM, "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1"
+        return ("Conv_Winograd_v21_1_3_gfx9_fp32_f2x3_stride1.s.o", _ASM,
+                "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1")
     if solver.startswith("ConvAsmImplicitGemmGTCDynamic"):
         return f"igemm_{direction}_gtc_gfx90a.s.o", _ASM, f"igemm_{direction}_gtcx2_nchw_fp32"
     if solver.startswith("ConvDirectNaiveConv"):
