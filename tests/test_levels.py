@@ -155,7 +155,7 @@ def test_log_convolution_execution():
            '-j 1 -m conv -g 1 -F 4 -t 1" Solver="ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC" Config="wrw,nhwc,fp32,'
            '0,1,32" Time=0.0442772')
     (s,) = D.decode("Info", "LogConvolutionExecution", msg)
-    assert (s.role, s.source, s.problem.direction) == ("execution", "info", "wrw")
+    assert (s.role, s.source, s.problem.direction) == ("execution", "execution-log", "wrw")
     assert dict(s.annotations) == {"solver": "ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC",
                                    "solver_time_ms": "0.0442772", "find_db_time_ms": "0.0442772",
                                    "perf_config": "ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC:wrw,nhwc,fp32,0,1,32"}

@@ -20,8 +20,11 @@ from miotui.problems import Problem
 #: query, descriptor set-up, Find-Db key, Info line naming it).
 ROLES = ("execution", "find", "mention")
 
-#: Where it was seen.
-SOURCES = ("api-trace", "command", "info", "driver-command", "driver-output", "find-db", "perf-db")
+#: Where it was seen.  ``execution-log`` is MIOpen's ``LogConvolutionExecution`` line, kept
+#: apart from the other level lines (``info``) because one call can log both it and a
+#: ``Returning an invoker`` line: two forms of one call, each once per call.
+SOURCES = ("api-trace", "command", "info", "execution-log", "driver-command", "driver-output", "find-db",
+           "perf-db")
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ log of only level lines says what the layer was.  This module turns them into:
 * ``Sighting`` for lines that name a problem: a ``mention`` for a Db lookup or write or an
   invoker registration; an ``execution`` for ``Returning an invoker for problem ... and
   algorithm ...`` (logged only when a convolution is run) and for the 2026
-  ``LogConvolutionExecution`` line.  A log with ``MIOPEN_ENABLE_LOGGING_CMD`` also has a
-  ``Command`` line for the same call: the scanner must count the two as one;
+  ``LogConvolutionExecution`` line (source ``execution-log``: a call at level 6 logs it
+  and its invoker line).  A log with ``MIOPEN_ENABLE_LOGGING_CMD`` also has a ``Command``
+  line for the same call: the scanner must count the forms of one call as one;
 * ``Annotation(name, value)`` with no problem for facts about the call the thread
   made last (the chosen solver, the algorithm a run used);
 * ``Undecoded`` when a problem-naming line cannot be read.
@@ -338,7 +339,7 @@ class LevelDecoder:
         config = fields.get("Config", "")
         if config and config != "N/A":
             annotations.append(("perf_config", f"{solver}:{config}" if solver else config))
-        return [Sighting(p, "execution", "info", decoded.warnings, tuple(annotations))
+        return [Sighting(p, "execution", "execution-log", decoded.warnings, tuple(annotations))
                 for p in decoded.problems]
 
 

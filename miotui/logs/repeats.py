@@ -15,7 +15,7 @@ operations, whenever the scanner's state is the common one:
 * ``command form``: a Command line right after the API block of the same call (a 2.x-5.x
   trace with ``MIOPEN_ENABLE_LOGGING_CMD``): the call's second form, not counted;
 * ``info``: a level line naming the call its thread's Command line just made (an invoker
-  lookup): the call's second form, not counted;
+  lookup, a ``LogConvolutionExecution`` line): another form of that call, not counted;
 * ``annotations``: a level line that only annotates the thread's last call with values the
   layer already has as its latest (``algo = 5, workspace = 0``): nothing changes.
 
@@ -46,10 +46,12 @@ class PlainLine:
     replayed but not yet added to the row (``RepeatedLines._settle`` adds them)."""
 
     __slots__ = ("tid", "how", "problem", "role", "row", "pairs", "pending", "sources", "count", "last",
-                 "queued", "match")
+                 "queued", "match", "source")
 
-    def __init__(self, tid: str, how: str, problem, role, row, pairs: tuple, match=None) -> None:
+    def __init__(self, tid: str, how: str, problem, role, row, pairs: tuple, match=None, source: str = "") -> None:
         self.tid, self.how, self.problem, self.role, self.row, self.pairs = tid, how, problem, role, row, pairs
+        #: for an info form: the level-line source it adds to the call (``info``, ``execution-log``)
+        self.source = source
         self.sources = {"command"}
         self.pending = [(problem, role, self.sources)]
         self.count = 0
@@ -103,13 +105,13 @@ class RepeatedLines:
         if len(events) != 1 or type(events[0]) is not Sighting:
             return
         ev = events[0]
-        if ev.role == "mention" or ev.only_if_new or ev.source != "info":
+        if ev.role == "mention" or ev.only_if_new or ev.source not in ("info", "execution-log"):
             return
         row = self._last_row.get(tid)
         cur = self._pending.get(tid)
         if row is not None and cur and row.problem == ev.problem:
             self._remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
-                                                      cur[0][0])))
+                                                      cur[0][0], ev.source)))
 
     def _remember(self, line: str, entry: tuple) -> None:
         if line in self._cache:   # only while the line's class is cached (the cache may have been cleared)
@@ -158,9 +160,9 @@ class RepeatedLines:
         problem, role = plain.problem, plain.role
         for p, r, sources in cur:
             if r == role and (p is plain.match or p is problem or p == problem):
-                if "info" in sources:    # the call's info form was seen already: a new call
+                if plain.source in sources:    # the call's form was seen already: a new call
                     return False
-                sources.add("info")
+                sources.add(plain.source)
                 self._queue_seen(plain, n)
                 return True
         return False
