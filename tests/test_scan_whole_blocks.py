@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
@@ -229,6 +229,7 @@ def _timeline(data: bytes, whole_blocks: bool, chunks: list[int]) -> list:
 
 
 @settings(max_examples=150, deadline=None)
+@example(order=[11, 28, 0], fields=[""], line_end="\n", chunks=[])   # a Find ended by a whole API block
 @given(st.lists(st.integers(0, len(_PIECES) + len(_STARTUP_PIECES) - 1), min_size=1, max_size=40),
        st.lists(_FIELDS, min_size=1, max_size=8), st.sampled_from(["\n", "\r\n"]),
        st.lists(st.integers(1, 700), max_size=12))

@@ -79,10 +79,10 @@ class WholeBlocks:
         if entry is False:
             return -1
         raw = entry.raw
-        n = self.line_no + 1
-        self.line_no += len(raw)
+        n = self.line_no = self.line_no + 1
+        self._begin_call(tid)        # at the header line, as the line path does (it may close a Find)
+        self.line_no += len(raw) - 1
         self.catalog.lines += len(raw)
-        self._begin_call(tid)
         if entry.pure and entry.version == self.trace.state_version:
             self.whole_block_hits += 1
             events, plain = entry.events, entry.plain
