@@ -74,15 +74,26 @@ class UndecodedRecord:
 
 
 class _Row:
+    """One layer's mutable state.  ``last_line`` is the latest line a sighting of it was at
+    (-1: none yet); a layer's last line is that or, for a layer so far only annotated, the line
+    it was created at (``first_line``).  Kept apart, with ``sighted`` and ``counted_if_new``,
+    because ``Catalog.merge`` must tell a later file's sightings of a layer from the row that
+    file's own catalog had to create for it."""
+
     __slots__ = ("index", "problem", "counts", "first_line", "last_line", "sources", "files",
-                 "annotations", "warnings", "raw", "driver_command", "version", "_snapshot", "startup")
+                 "annotations", "warnings", "raw", "driver_command", "version", "_snapshot", "startup",
+                 "sighted", "counted_if_new")
 
     def __init__(self, index: int, problem: Problem, line: int, driver_command: str):
         self.index = index
         self.problem = problem
         self.counts = {"execution": 0, "find": 0, "mention": 0}
         self.first_line = line
-        self.last_line = line
+        self.last_line = -1
+        #: ``add_sighting`` met it (it then carries the sighting's file)
+        self.sighted = False
+        #: the role of a sighting counted only because the row was new (``only_if_new``)
+        self.counted_if_new: Optional[str] = None
         self.sources: dict[str, None] = {}
         self.files: dict[str, None] = {}
         self.annotations: dict[str, list[str]] = {}
@@ -98,7 +109,7 @@ class _Row:
             self._snapshot = LayerSnapshot(
                 index=self.index, problem=self.problem, executions=self.counts["execution"],
                 finds=self.counts["find"], mentions=self.counts["mention"], first_line=self.first_line,
-                last_line=self.last_line, sources=tuple(self.sources), files=tuple(self.files),
+                last_line=max(self.first_line, self.last_line), sources=tuple(self.sources), files=tuple(self.files),
                 annotations=tuple((k, v[-1]) for k, v in self.annotations.items()),
                 warnings=tuple(self.warnings), raw=tuple(self.raw), driver_command=self.driver_command,
                 annotation_history=tuple((k, tuple(v)) for k, v in self.annotations.items()),
@@ -160,11 +171,20 @@ class Catalog:
     def add_sighting(self, problem: Problem, role: str, source: str, line: int, file: str = "",
                      warnings: Iterable[str] = (), annotations: Iterable[tuple[str, str]] = (),
                      raw: Optional[Callable[[], Iterable[tuple[int, str]]]] = None,
-                     count: bool = True) -> _Row:
+                     count: bool = True, only_if_new: bool = False) -> _Row:
         """Record one sighting. ``count`` False adds the source without counting the call
-        again (its other form, e.g. the Command line of an API block already counted).
-        ``raw`` builds the source-line excerpt; it is called only for a new row."""
-        row = self._by_problem.get(problem) or self.row_for(problem, line, file)
+        again (its other form, e.g. the Command line of an API block already counted);
+        ``only_if_new``: count it only if no row had its problem yet (a level line that
+        repeats what a call's other form counts).  ``raw`` builds the source-line excerpt;
+        it is called only for a row that has none."""
+        row = self._by_problem.get(problem)
+        if row is None:
+            row = self.row_for(problem, line, file)
+            if only_if_new and count:
+                row.counted_if_new = role
+        elif only_if_new:
+            count = False
+        row.sighted = True
         if count:
             row.counts[role] += 1
         if line > row.last_line:
@@ -248,6 +268,89 @@ class Catalog:
         self.undecoded_count += 1
         self._undecoded.append(UndecodedRecord(line, reason, text[:500], file))
         self.version += 1
+
+    # ------------------------------------------------------------------ merging (decoding files apart)
+
+    def merge(self, later: Catalog) -> None:
+        """Add ``later``, the catalog of the next file decoded on its own (by its own
+        ``LogScanner``, in a fresh catalog), as if that file had been decoded into this one.
+
+        Why this equals the serial run, merged in the order of the paths: a scanner keeps
+        all its state to itself and reads from the catalog only whether a row exists (for an
+        ``only_if_new`` count: ``counted_if_new`` says which count the later file's fresh
+        catalog made that ours would not), rows it met itself, and their latest annotation
+        values (which only choose between two paths that give the same result).  So the
+        later file makes the same calls on its own catalog as it would on ours, and each
+        piece of state merges exactly: rows new to us are appended in the later file's
+        order of first sight (the serial order), with its ids remapped; for rows we have,
+        counts add, the last line is the latest of both (the later file's sightings only, not
+        the line its own catalog created the row at), sources, warnings and (when sighted)
+        files join in first-seen order, source lines stay ours when we have some, and each
+        annotation's values are ours not named again, then the later ones, the oldest beyond
+        the cap dropped: what moving each later value to the end would give.  Undecoded
+        records and the startup timeline are concatenated under their caps; counts and the
+        startup ledger add (``StartupLedger.merge``).  Only the timing (``started``,
+        ``finished``) is the caller's to set."""
+        ids: dict[int, int] = {}
+        with self.lock:
+            for other in later._rows:
+                later_id = other.index + 1
+                row = self._by_problem.get(other.problem)
+                if row is None:
+                    row = other
+                    row.index = len(self._rows)
+                    self._rows.append(row)
+                    self._by_problem[row.problem] = row
+                else:
+                    self._merge_row(row, other)
+                ids[later_id] = row.index + 1
+                self._touch(row)
+            self._undecoded.extend(later._undecoded)
+            self.undecoded_count += later.undecoded_count
+            self.unknown_finds += later.unknown_finds
+            self.lines += later.lines
+            self.bytes += later.bytes
+            self.startup.merge(later.startup, ids)
+            self.version += 1
+
+    @staticmethod
+    def _merge_row(row: _Row, later: _Row) -> None:
+        """Add the later file's row of the same layer to ours (see ``merge``)."""
+        for role, n in later.counts.items():
+            row.counts[role] += n
+        if later.counted_if_new is not None:   # we had the row: that sighting would not have counted
+            row.counts[later.counted_if_new] -= 1
+        if later.last_line > row.last_line:
+            row.last_line = later.last_line
+        row.sources.update(later.sources)
+        if later.sighted:
+            row.files.update(later.files)
+            row.sighted = True
+        row.warnings.update(later.warnings)
+        for name, values in later.annotations.items():
+            kept = row.annotations.get(name)
+            if kept is None:
+                row.annotations[name] = list(values)
+                continue
+            merged = [v for v in kept if v not in values] + values
+            row.annotations[name] = merged[-ANNOTATION_VALUES_KEPT:]
+        if not row.raw:
+            row.raw = later.raw
+        if later.startup is not None:
+            if row.startup is None:
+                row.startup = later.startup
+            else:
+                row.startup.merge(later.startup)
+
+    def __getstate__(self) -> dict:
+        """Picklable (a worker process sends its file's catalog back): without the lock."""
+        state = self.__dict__.copy()
+        del state["lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ reading (any thread)
 

@@ -24,6 +24,9 @@ def _decode_parser() -> argparse.ArgumentParser:
     p.add_argument("--driver-version", metavar="VERSION",
                    help="write MIOpenDriver commands for this driver: a MIOpen version (3.2.0) or a ROCm release "
                         "(rocm-6.2); default: today's driver")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="decode several files at once, one process per file, at most N (default: the cores; "
+                        "1: one after the other); the output is the same")
     return p
 
 
@@ -32,14 +35,16 @@ def decode_main(argv: Sequence[str]) -> int:
     ns = parser.parse_args(argv)
     from miotui.decode_output import render_to
     from miotui.driver.versions import DriverVersionError, resolve_driver_version
-    from miotui.logs.sources import decode_paths
+    from miotui.logs.parallel import decode_files
     from miotui.safe_text import visible
     try:
         version = resolve_driver_version(ns.driver_version)
     except DriverVersionError as e:
         parser.error(str(e))
+    if ns.jobs is not None and ns.jobs < 1:
+        parser.error("--jobs must be at least 1")
     try:
-        catalog = decode_paths(ns.paths)
+        catalog = decode_files(ns.paths, ns.jobs)
     except OSError as e:
         where = visible(str(e.filename or " ".join(ns.paths)))
         print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)

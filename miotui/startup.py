@@ -11,14 +11,20 @@ could not be attributed), the searches in progress (for a live view while follow
 a bounded timeline of what happened when.
 
 A duration is known only where the log has MIOpen's elapsed-time or date-time field (or a
-developer build's ``Compile Time, ms``); without one it is None, never zero.
+developer build's ``Compile Time, ms``); without one it is None, never zero.  Durations are
+summed exactly (as fractions, rounded once when read): a sum then does not depend on the
+order its parts were added in, so the counts of several files decoded apart and merged
+(``merge``) equal those of the files decoded one after the other.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Optional
+from fractions import Fraction
+from typing import Mapping, Optional, Union
 
 #: timeline entries kept (the oldest are dropped; the counts keep everything)
 TIMELINE_KEPT = 5_000
@@ -135,10 +141,26 @@ def _ms(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 6)
 
 
-def _add(a: Optional[float], b: Optional[float]) -> Optional[float]:
+#: an exact sum of durations: a Fraction, or a float once a part was not finite (inf, nan)
+Sum = Union[Fraction, float]
+
+
+def _add(a: Optional[Sum], b: Optional[Union[Sum, int]]) -> Optional[Sum]:
+    """``a + b`` exactly (None: nothing added yet).  Why exact: float addition depends on the
+    order of the parts, and a merged catalog must equal the serial one to the last bit."""
     if b is None:
         return a
+    if type(b) is not Fraction and math.isfinite(b):
+        b = Fraction(b)
     return b if a is None else a + b
+
+
+def _float(value: Optional[Sum]) -> Optional[float]:
+    return None if value is None else float(value)
+
+
+#: how far a layer's Find-Db state has got: a miss is final, a hit beats not knowing
+_FIND_DB_RANK = {"unknown": 0, "hit": 1, "miss": 2}
 
 
 class LayerStartupCounts:
@@ -153,13 +175,29 @@ class LayerStartupCounts:
         self.solvers_measured = 0
         self.kernels_compiled = 0
         self.kernels_from_cache = 0
-        self.compile_ms: Optional[float] = None
-        self.tuning_ms: Optional[float] = None
-        self.find_ms: Optional[float] = None
+        self.compile_ms: Optional[Sum] = None
+        self.tuning_ms: Optional[Sum] = None
+        self.find_ms: Optional[Sum] = None
 
     def freeze(self) -> LayerStartup:
         return LayerStartup(self.find_db, self.searched, self.solvers_measured, self.kernels_compiled,
-                            self.kernels_from_cache, self.compile_ms, self.tuning_ms, self.find_ms)
+                            self.kernels_from_cache, _float(self.compile_ms), _float(self.tuning_ms),
+                            _float(self.find_ms))
+
+    def merge(self, later: "LayerStartupCounts") -> None:
+        """Add the counts of facts that came after ours (the same layer in a later file).
+        Exact: counts and exact sums add in any order, ``searched`` is an or, and the Find-Db
+        state only moves up (unknown, hit, miss), so the later state or ours, whichever is
+        further, is what applying the later facts one by one gives."""
+        if _FIND_DB_RANK[later.find_db] > _FIND_DB_RANK[self.find_db]:
+            self.find_db = later.find_db
+        self.searched = self.searched or later.searched
+        self.solvers_measured += later.solvers_measured
+        self.kernels_compiled += later.kernels_compiled
+        self.kernels_from_cache += later.kernels_from_cache
+        self.compile_ms = _add(self.compile_ms, later.compile_ms)
+        self.tuning_ms = _add(self.tuning_ms, later.tuning_ms)
+        self.find_ms = _add(self.find_ms, later.find_ms)
 
     def apply(self, kind: str, ms: Optional[float]) -> None:
         if kind == KERNEL_COMPILED:
@@ -197,10 +235,13 @@ class StartupLedger:
         self.find_db_hits = 0
         self.find_db_misses = 0
         self.unattributed = 0
-        self.unattributed_ms: Optional[float] = None
+        self.unattributed_ms: Optional[Sum] = None
         self.timed = False
         self.settings: dict[str, str] = {}
         self.searching: dict[str, SearchProgress] = {}
+        #: threads whose search was ever reported ended (``merge`` needs them: a later
+        #: file's end of a search removes an earlier file's search still in progress)
+        self.ended: set[str] = set()
         self._timeline: deque[TimelineEntry] = deque(maxlen=TIMELINE_KEPT)
         self.version = 0
 
@@ -236,15 +277,52 @@ class StartupLedger:
         """The search on ``thread`` moved on (``p``) or ended (None)."""
         if p is None:
             self.searching.pop(thread, None)
+            self.ended.add(thread)
         else:
             self.searching[thread] = p
         self.version += 1
 
     def totals(self) -> StartupTotals:
         t = self._totals
-        return StartupTotals(t.kernels_compiled, t.kernels_from_cache, t.compile_ms, t.tuning_ms, self.searches,
-                             self.find_db_misses, self.find_db_hits, self.unattributed, self.unattributed_ms,
-                             self.timed, tuple(self.settings.items()), tuple(self.searching.values()))
+        return StartupTotals(t.kernels_compiled, t.kernels_from_cache, _float(t.compile_ms), _float(t.tuning_ms),
+                             self.searches, self.find_db_misses, self.find_db_hits, self.unattributed,
+                             _float(self.unattributed_ms), self.timed, tuple(self.settings.items()),
+                             tuple(self.searching.values()))
 
     def timeline(self) -> list[TimelineEntry]:
         return list(self._timeline)
+
+    def merge(self, later: "StartupLedger", layer_ids: Mapping[int, int]) -> None:
+        """Add the ledger of a later part of the log (the next file, decoded on its own into a
+        catalog of its own), as if its facts had been recorded here one by one after ours.
+        ``layer_ids`` maps the later catalog's layer ids to this catalog's.
+
+        Exact, piece by piece: counts and exact sums add; ``timed`` is an or; a setting's
+        latest value wins and a name keeps the place it was first set at (a dict assignment
+        does both); the timeline is ours then the later one's, the oldest dropped past the
+        cap (the deque's ``maxlen`` drops exactly what appending one by one drops).  A search
+        in progress here that the later part ended (``later.ended``) is gone, and the later
+        part's searches in progress are then set in its order: one of ours that it updated
+        without ending keeps its place, one it ended and began again goes to the end, as the
+        dict operations one by one would have it."""
+        self._totals.merge(later._totals)
+        self.searches += later.searches
+        self.find_db_hits += later.find_db_hits
+        self.find_db_misses += later.find_db_misses
+        self.unattributed += later.unattributed
+        self.unattributed_ms = _add(self.unattributed_ms, later.unattributed_ms)
+        self.timed = self.timed or later.timed
+        for name, value in later.settings.items():
+            self.settings[name] = value
+        for thread in later.ended:
+            self.searching.pop(thread, None)
+        self.ended |= later.ended
+        for thread, p in later.searching.items():
+            self.searching[thread] = dataclasses.replace(p, layer_id=_mapped(p.layer_id, layer_ids))
+        self._timeline.extend(dataclasses.replace(e, layer_id=_mapped(e.layer_id, layer_ids))
+                              for e in later._timeline)
+        self.version += later.version + 1
+
+
+def _mapped(layer_id: Optional[int], layer_ids: Mapping[int, int]) -> Optional[int]:
+    return None if layer_id is None else layer_ids[layer_id]

@@ -166,11 +166,9 @@ class CallRouting:
     def _add(self, tid: str, ev: Sighting, n: int, raw: Optional[Callable[[], list[tuple[int, str]]]],
              notes: Sequence[tuple[str, str]] = ()) -> None:
         target, count = self._new_call(tid, ev)
-        if ev.only_if_new and count and self.catalog.has_row(target):
-            count = False
         annotations = tuple(ev.annotations) + tuple(notes) if notes else ev.annotations
         row = self.catalog.add_sighting(target, ev.role, ev.source, n, self.file, ev.warnings,
-                                        annotations, raw, count=count)
+                                        annotations, raw, count=count, only_if_new=ev.only_if_new)
         self._last_row[tid] = row
 
     def _new_call(self, tid: str, ev: Sighting) -> tuple[Problem, bool]:

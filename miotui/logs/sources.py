@@ -141,14 +141,27 @@ def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 
     scanner.finish()
 
 
+def decode_path(catalog: Catalog, path: str, file: str) -> None:
+    """Decode one whole file (or stdin, ``-``) into ``catalog``, its rows labelled ``file``;
+    raises OSError for an unreadable path."""
+    stream = open_source(path)
+    try:
+        decode_stream(catalog, stream, file)
+    finally:
+        if path != "-":
+            stream.close()
+
+
+def source_label(path: str, paths: list[str]) -> str:
+    """The file name rows are labelled with: none when there is one path."""
+    return "" if len(paths) == 1 else path
+
+
 def decode_paths(paths: list[str], catalog: Optional[Catalog] = None) -> Catalog:
-    """Decode whole files (or stdin) into one catalog; raises OSError for an unreadable path."""
+    """Decode whole files (or stdin) into one catalog, one after the other; raises OSError
+    for an unreadable path.  (``miotui.logs.parallel`` decodes several files at once into
+    the same catalog.)"""
     catalog = catalog if catalog is not None else Catalog()
     for path in paths:
-        stream = open_source(path)
-        try:
-            decode_stream(catalog, stream, "" if len(paths) == 1 else path)
-        finally:
-            if path != "-":
-                stream.close()
+        decode_path(catalog, path, source_label(path, paths))
     return catalog
