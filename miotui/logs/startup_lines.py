@@ -22,10 +22,9 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Optional
 
-from miotui.logs.clock_fields import ChunkFields, advance
+from miotui.logs.clock_fields import FIELD_RE, ChunkFields, advance, field_clock
 from miotui.logs.events import Annotation, Event, Setting, Undecoded
 from miotui.logs.lines import PREFIX_RE
 from miotui.startup import (
@@ -42,8 +41,6 @@ from miotui.startup import (
 )
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-#: the prefix's time fields: elapsed ms (``%8.3f``) and/or ``(date-time Z)``
-_CLOCK_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))? *(\d+\.\d{3})?(?: \((\d{4}-\d\d-\d\d[T ][\d:.]+)Z?\))?: ")
 _SEARCHING_RE = re.compile(r"^(\S+?): Searching the best solution among (\d+)( \(spare\))?")
 _MONITOR_RE = re.compile(rf"^(\d+)/(\d+)/(\d+) ({_NUM}), best within recent \d+: ({_NUM}) #\d+ .*?, "
                          rf"ETA:\s*({_NUM}) sec")
@@ -82,18 +79,9 @@ class StartupFact:
 
 def line_clock(line: str) -> tuple[Optional[float], Optional[float]]:
     """(elapsed ms since MIOpen's previous line, wall-clock ms since the epoch) from a line's
-    prefix; None for a field it does not have."""
-    m = _CLOCK_RE.search(line)
-    if m is None:
-        return None, None
-    elapsed = float(m.group(1)) if m.group(1) else None
-    wall = None
-    if m.group(2):
-        try:
-            wall = datetime.fromisoformat(m.group(2).replace(" ", "T")).timestamp() * 1000.0
-        except ValueError:
-            wall = None
-    return elapsed, wall
+    first prefix; None for a field it does not have."""
+    m = FIELD_RE.search(line)
+    return (None, None) if m is None else field_clock(m.group(2))
 
 
 def has_clock(text: str) -> Optional[bool]:
