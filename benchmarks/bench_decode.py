@@ -187,14 +187,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--psutil", action="store_true", help="measure RSS by psutil polling, not /usr/bin/time")
     ap.add_argument("--timeout", type=float, default=None, help="give up on a decode after this many seconds")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ap.add_argument("--repeat", type=int, default=3, help="decode and line-loop runs per format, best kept (default 3)")
     ns = ap.parse_args(argv)
     formats = ns.formats or ["trace55"]
     gens = [(fmt, ensure_log(fmt, ns.size, regenerate=ns.regenerate)) for fmt in formats]
     runs: list[DecodeRun] = []
     if not ns.generate_only:
         for fmt, g in gens:
-            run = run_decode(g, fmt, ns.decode_format, use_gnu_time=not ns.psutil, timeout=ns.timeout)
-            runs.append(dataclasses.replace(run, loop_mb_per_s=line_loop_mb_per_s(g.path)))
+            # decode and line loop alternate, best of --repeat each: on a shared host the two
+            # then see the same minutes, and the ratio of the bests is what holds
+            best, loop = None, 0.0
+            for _ in range(ns.repeat):
+                run = run_decode(g, fmt, ns.decode_format, use_gnu_time=not ns.psutil, timeout=ns.timeout)
+                if best is None or run.wall_s < best.wall_s:
+                    best = run
+                loop = max(loop, line_loop_mb_per_s(g.path))
+            runs.append(dataclasses.replace(best, loop_mb_per_s=loop))
     print_table(gens, runs)
     if ns.json:
         with open(ns.json, "w", encoding="utf-8") as fh:

@@ -250,3 +250,30 @@ def test_a_timed_first_iteration_keeps_its_clock_on_the_fast_path():
     assert fast == _timeline(data, False, [])
     compiled = [e for e in fast if e[3] == "kernel_compiled"]
     assert compiled and compiled[0][4] is not None and compiled[0][1] is not None
+
+
+_CALLS = [
+    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 8 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 "
+    "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1",
+    "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 "
+    "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1",
+    "MIOpen(HIP): Command [LogCmdBNorm] ./bin/MIOpenDriver bnorm -n 32 -c 256 -H 14 -W 14 -m 1 --forw 0 -b 1 -r 1",
+    "7 MIOpen(HIP): Command [LogCmdActivation] ./bin/MIOpenDriver activ -n 32 -c 256 -H 14 -W 14 -m 3 --forw 2 "
+    "-A 1 -B 0 -G 1",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@example(calls=[0], iterations=20, between=[14], chunks=[])   # a run, then its last call's invoker line
+@given(st.lists(st.integers(0, len(_CALLS) - 1), min_size=1, max_size=12), st.integers(20, 60),
+       st.lists(st.integers(0, len(_PIECES) - 1), max_size=4), st.lists(st.integers(1, 30_000), max_size=4))
+def test_long_runs_of_call_lines_decode_the_same_both_ways(calls, iterations, between, chunks):
+    """A command log is runs of repeated call lines (replayed a run at a time) between other
+    lines (a Find, a progress bar, another thread's block): same catalog as line by line."""
+    lines = []
+    for it in range(iterations):
+        lines += [_CALLS[i] for i in calls] * 3
+        if between:
+            lines += _PIECES[between[it % len(between)]]
+    data = ("\n".join(lines) + "\n").encode()
+    assert decode(data, True, chunks)[0] == decode(data, False)[0]

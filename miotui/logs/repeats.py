@@ -27,6 +27,8 @@ that registers and replays these lines; its state lives on the scanner.
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import attrgetter
 from typing import Optional
 
 from miotui.logs.events import Annotation, Event, Sighting
@@ -34,6 +36,8 @@ from miotui.logs.lines import NOISE
 
 #: the kind of a line-cache entry that replays a plain line (after the kinds of ``lines``)
 PLAIN = 100
+
+_tid_of = attrgetter("tid")
 
 #: what a plain line does
 COMMAND_CALL, COMMAND_FORM, INFO_FORM, ANNOTATIONS = "command", "command form", "info", "annotations"
@@ -86,7 +90,9 @@ class RepeatedLines:
         if row is None or not cur or len(cur) != 1 or cur[0][1] != ev.role:
             return
         if cur[0][2] == {"command"} and row.problem == ev.problem:
-            self._remember(line, (PLAIN, c, PlainLine(tid, COMMAND_CALL, ev.problem, ev.role, row, ())))
+            plain = PlainLine(tid, COMMAND_CALL, ev.problem, ev.role, row, ())
+            if self._remember(line, (PLAIN, c, plain)):
+                self._calls_by_text[line] = plain
         elif cur[0][2] == {"api-trace", "command"} and row.problem == cur[0][0]:
             self._remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (), cur[0][0])))
 
@@ -113,9 +119,11 @@ class RepeatedLines:
             self._remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
                                                       cur[0][0], ev.source)))
 
-    def _remember(self, line: str, entry: tuple) -> None:
+    def _remember(self, line: str, entry: tuple) -> bool:
         if line in self._cache:   # only while the line's class is cached (the cache may have been cleared)
             self._cache[line] = entry
+            return True
+        return False
 
     def _replay(self, plain: PlainLine, n: int) -> bool:
         """Do what ``plain`` does, if the scanner's state is the common one (checked by the
@@ -189,6 +197,37 @@ class RepeatedLines:
         plain.count += 1
         plain.last = n
         self._last_row[plain.tid] = plain.row
+
+    def replay_run(self, run: list, first: int) -> bool:
+        """A run of Command lines, each a call of its own (``run``: their ``PlainLine`` in
+        order, the first on line ``first``), replayed at once: the calls counted per line,
+        the last line of each, each thread's current call the run's last one of that thread,
+        exactly what ``replay_call`` does line by line.  A command log is such runs between
+        its other lines, so a run costs a few C-level passes instead of a Python step per
+        line.  False, with nothing done, when a thread's state is not the common one."""
+        pending, find_open = self._pending, self._find_open
+        last_of = dict(zip(map(_tid_of, run), run, strict=True))     # each thread's last call in the run
+        for tid in last_of:
+            cur = pending.get(tid)
+            if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
+                return False
+        last_at = dict(zip(run, range(first, first + len(run)), strict=True))
+        unsettled = self._unsettled
+        for plain, times in Counter(run).items():     # first-seen order, as line by line
+            sources = plain.sources
+            if len(sources) != 1 or "command" not in sources:
+                sources.clear()
+                sources.add("command")
+            plain.count += times
+            plain.last = last_at[plain]
+            if not plain.queued:
+                plain.queued = True
+                unsettled.append(plain)
+        last_row = self._last_row
+        for tid, plain in last_of.items():
+            pending[tid] = plain.pending
+            last_row[tid] = plain.row
+        return True
 
     def _settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""

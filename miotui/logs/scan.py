@@ -51,6 +51,8 @@ from miotui.problems import Problem
 #: than LINE_CACHE_SIZE lines or LINE_CACHE_CHARS characters, so it stays under ~50 MB
 #: whatever the log (a log of distinct lines just re-classifies them).
 LINE_CACHE_SIZE = 100_000
+#: the shortest run of repeated Command lines replayed at once (shorter: line by line)
+MIN_RUN = 16
 LINE_CACHE_CHARS = 24_000_000
 
 class _Block:
@@ -99,6 +101,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._driver_line = 0   # the line of the command the driver tracker holds
         self._last_line = ""    # the last whole line read (was the input cut inside it?)
         self._unsettled: list = []   # plain lines replayed, their calls not yet on their rows
+        self._calls_by_text: dict[str, object] = {}   # a Command line that is a call of its own -> its PlainLine
         self._timed: Optional[bool] = None   # MIOpen's lines carry a time field (None: no line yet)
         self._startup_init()
         from miotui.logs.dbrecords import SqlConfigReader, decode_db_record
@@ -249,6 +252,47 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._process_lines(text[pos:end].split("\n"))
 
     def _process_lines(self, lines: list[str]) -> None:
+        """Lines one by one, except runs of repeated Command lines that are calls of their own
+        (``RepeatedLines.replay_run``), looked for where most of the lines are such calls."""
+        by_text = self._calls_by_text
+        if not by_text or len(lines) < 256:
+            self._each_line(lines)
+            return
+        known = list(map(by_text.__contains__, lines))
+        if sum(known) < 0.75 * len(lines):   # level-6 logs: a call line, then its info line
+            self._each_line(lines)
+            return
+        start = i = 0
+        end = len(lines)
+        while i < end:
+            try:
+                j = known.index(True, i)
+            except ValueError:
+                break
+            try:
+                k = known.index(False, j)
+            except ValueError:
+                k = end
+            if k - j < MIN_RUN:
+                i = k
+                continue
+            if j > start:
+                self._each_line(lines[start:j])
+            run = list(map(by_text.get, lines[j:k]))
+            if None not in run and self._routing_is_common() and self.replay_run(run, self.line_no + 1):
+                self.line_no += k - j
+                self.catalog.lines += k - j
+                self._last_line = lines[k - 1]
+            else:   # the first line the general way, then look again
+                k = j + 1
+                self._each_line(lines[j:k])
+            start = i = k
+        if start < end:
+            self._each_line(lines[start:])
+        if self._unsettled:
+            self._settle()
+
+    def _each_line(self, lines: list[str]) -> None:
         cache = self._cache
         blocks = self._blocks
         n = self.line_no
@@ -307,6 +351,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._cache_chars += len(line)
         if len(self._cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
             self._cache.clear()
+            self._calls_by_text.clear()
             self._cache_chars = len(line)
         self._cache[line] = c
         return line, c
