@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional, Sequence
 
-from miotui.driver.commands import adam, classic
-from miotui.driver.commands import reduce as reduce_commands
+from miotui.driver.commands.adam import OP_WRITERS as ADAM_WRITERS
+from miotui.driver.commands.classic import OP_WRITERS as CLASSIC_WRITERS
 from miotui.driver.commands.common import Context, ParsedCommand, base_for, dtype_of, read
+from miotui.driver.commands.reduce import OP_WRITERS as REDUCE_WRITERS
 from miotui.driver.commands.support import (
     braces_to_lengths,
     canon_int,
@@ -342,7 +343,7 @@ def _write_tensor_op(sub: Subcommand, tensor_flag: str) -> Callable[[OpProblem, 
 
 
 _OP_WRITERS: dict[str, Callable[..., list[str]]] = {
-    **adam.OP_WRITERS, **classic.OP_WRITERS, **reduce_commands.OP_WRITERS,
+    **ADAM_WRITERS, **CLASSIC_WRITERS, **REDUCE_WRITERS,
     "cat": write_cat, "getitem": write_getitem,
     "kthvalue": _write_tensor_op(kthvalue_table.KTHVALUE, "-D"),
     "prelu": _write_tensor_op(prelu_table.PRELU, "-D"),
