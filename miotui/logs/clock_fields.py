@@ -88,7 +88,7 @@ class ChunkFields:
         """The clock after the fields from index ``start`` to the end."""
         rest = self.fields[start:] if start else self.fields
         if self.elapsed_only:
-            values = [float(f) for f in filter(None, rest)] if len(rest) < 64 else list(map(float, filter(None, rest)))
+            values = list(map(float, filter(None, rest)))
             if not values:
                 return clock
             return reduce(add, values, 0.0 if clock is None else clock)
