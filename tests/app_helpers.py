@@ -87,9 +87,9 @@ def pane_lines(app: MiotuiApp) -> list[str]:
     return ["".join(seg.text for seg in view.render_line(y)).rstrip() for y in range(view.size.height)]
 
 
-async def loaded(pilot, app: MiotuiApp, layers: int) -> None:
+async def loaded(pilot, app: MiotuiApp, layers: int, timeout: float = 8.0) -> None:
     await wait_until(pilot, lambda: len(table(app).model.rows) >= layers and app.last_poll is not None
-                     and app.last_poll.finished, what=f"{layers} layers read")
+                     and app.last_poll.finished, timeout=timeout, what=f"{layers} layers read")
     await pilot.pause(0.05)
 
 

@@ -164,7 +164,9 @@ async def test_a_large_file_is_scanned_in_the_background_with_a_progress_bar(tmp
 
     monkeypatch.setattr(StatusBar, "set_progress", spy)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app, 4)
+        # 128 slowed pieces: each sleep also waits for the GIL the UI thread holds, which on a
+        # loaded host took 17-32 ms instead of 10, so the scan may take longer than the usual wait
+        await loaded(pilot, app, 4, timeout=40.0)
         assert any(scanning and bar_shown and rows >= 2 for scanning, rows, bar_shown in seen), \
             "the bar shows while the table already fills"
         assert not app.layers_screen.query_one("#scan-progress").has_class("scanning")
