@@ -117,6 +117,56 @@ def test_eighty_digit_dimensions_are_undecoded_not_a_crash(tmp_path):
                for u in catalog.undecoded())
 
 
+DATA = Path(__file__).parent / "data"
+#: what a careless or hostile edit puts where a log has a number: zero, negative, past 32 and 31
+#: bits, digits that are not ASCII (``str.isdigit`` accepts ``²``, ``int`` does not), a fraction, nothing
+ODD_NUMBERS = ["0", "-1", "4294967297", "2147483648", "\u00b2", "\u0663", "\uff10", "1.5", ""]
+
+
+@pytest.mark.parametrize("replacement", ODD_NUMBERS)
+def test_any_number_in_any_real_log_replaced_never_breaks_a_decoder(replacement):
+    """Every number of every real excerpt (a third of them at a time, so the rest of the log
+    still decodes around it) replaced: no decoder raises and none is caught failing.  Found
+    an RNN ``-k 0`` (IndexError) and ``-k 4294967297`` (a list of 4 billion batch sizes: the
+    process was killed for memory), and ``-n \u00b2`` (ValueError from ``int``)."""
+    import io
+    import re
+
+    from miotui.catalog import Catalog
+    from miotui.logs.sources import decode_stream
+    files = sorted((DATA / "real_logs").glob("*.log")) + sorted((DATA / "regress").glob("*.log"))
+    assert len(files) > 100
+    broken = []
+    for path in files:
+        text = path.read_text(errors="replace")
+        numbers = list(re.finditer(r"\d+", text))
+        for phase in range(3):
+            parts, last = [], 0
+            for i, m in enumerate(numbers):
+                if i % 3 == phase:
+                    parts += [text[last:m.start()], replacement]
+                    last = m.end()
+            catalog = Catalog()
+            decode_stream(catalog, io.BytesIO(("".join(parts) + text[last:]).encode()))
+            broken += [(path.name, phase, u.reason) for u in catalog.undecoded() if "failed:" in u.reason]
+    assert not broken, broken[:5]
+
+
+def test_an_rnn_of_zero_or_billions_of_steps_is_undecoded_with_its_reason(tmp_path):
+    log = tmp_path / "rnn.log"
+    line = ("MIOpen(HIP): Command [LogCmdRNN] ./bin/MIOpenDriver rnn -n {n} -W 8 -H 8 -l 1 -b 0 -m lstm -p 0 -r 0 "
+            "-k {k} -F 1 -w 1 -t 1\n")
+    log.write_text(line.format(n="4", k=0) + line.format(n="4,2", k=2**32 + 1) + line.format(n="4", k=2**32 + 1))
+    r = run_cli("decode", str(log), "--format", "json")
+    assert r.returncode == 0, r.stderr[-500:]
+    doc = json.loads(r.stdout)
+    reasons = [u["reason"] for u in doc["undecoded"]]
+    assert any("must be at least 1" in why for why in reasons)
+    assert any("per-step sizes are not modelled" in why for why in reasons)
+    # the same batch every step is one value, however long the sequence (2**32+1 > a C int: out of range)
+    assert len(doc["layers"]) + len(reasons) == 3
+
+
 def test_unwritable_output_and_closed_stdin_are_one_line_and_exit_2(tmp_path):
     log = tmp_path / "a.log"
     log.write_text("nothing\n")

@@ -24,9 +24,9 @@ __all__ = ["DriverCommandError", "FlagValues", "ReadFlags", "read_flags", "LAYOU
 #: the largest value any driver flag holds (MIOpen's types are 32-bit ints and size_t); a value
 #: beyond it is not a real layer (and would overflow every computation made from it)
 MAX_VALUE = 1 << 40
-_INT_RE = re.compile(r"^[+]?\d{1,13}$")
-_LEADING_INT_RE = re.compile(r"^\s*([+-]?\d+)")
-_FLOAT_RE = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+_INT_RE = re.compile(r"^[+]?\d{1,13}$", re.ASCII)
+_LEADING_INT_RE = re.compile(r"^\s*([+-]?\d+)", re.ASCII)
+_FLOAT_RE = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$", re.ASCII)
 LAYOUT_RE = re.compile(r"^(NCHW|NHWC|NCDHW|NDHWC|CHWN|NCW|NWC|NC|CN)$")
 _RUN_ONLY = "run"
 
@@ -166,7 +166,7 @@ class FlagValues:
                 return default
             text = self.default(key)
             return int(text) if _INT_RE.match(text) else 0
-        if v.isdigit() and len(v) <= 12:   # the common case, without a regex
+        if v.isascii() and v.isdigit() and len(v) <= 12:   # the common case, without a regex
             return int(v)
         if _INT_RE.match(v):
             out = int(v)
@@ -233,7 +233,7 @@ class FlagValues:
             if not LAYOUT_RE.match(layout):
                 raise DriverCommandError(f"unsupported layout {extra!r} in -{key}")
         elif extra:
-            strides = tuple(int(s) for s in extra.split("x") if s.isdigit())
+            strides = tuple(int(s) for s in extra.split("x") if s.isascii() and s.isdigit())
             if len(strides) == len(lens) and len(lens) >= 3 and strides[1] == 1 and strides[-1] != 1:
                 layout = "NHWC" if len(lens) == 4 else "NDHWC"
         return lens, layout

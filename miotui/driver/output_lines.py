@@ -79,7 +79,7 @@ def _int(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
     t = text.strip()
-    if t.lstrip("-").isdigit():
+    if t.isascii() and t.lstrip("-").isdigit():
         return int(t)
     return None
 

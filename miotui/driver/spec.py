@@ -32,7 +32,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     for piece in text.strip().split("."):
         digits = ""
         for ch in piece:
-            if not ch.isdigit():
+            if not (ch.isascii() and ch.isdigit()):
                 break
             digits += ch
         if not digits:

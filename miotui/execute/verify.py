@@ -117,7 +117,7 @@ def algorithm_kind(algorithm: Optional[str]) -> Optional[str]:
         return None
     text = str(algorithm).strip()
     token = text.split()[0] if text.split() else text
-    if token.isdigit():
+    if token.isascii() and token.isdigit():
         return {3: "winograd", 5: "igemm"}.get(int(token))
     low = text.lower()
     if "implicitgemm" in low or "igemm" in low or "implicit_gemm" in low:

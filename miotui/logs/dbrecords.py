@@ -98,7 +98,7 @@ def _number(text: str) -> Optional[float]:
 
 def _workspace(text: str) -> Optional[int]:
     t = text.strip()
-    return int(t) if t.isdigit() else None
+    return int(t) if t.isascii() and t.isdigit() else None
 
 
 def parse_db_item(text: str) -> DbItem:
@@ -257,7 +257,7 @@ def _config_warnings(row: dict[str, str]) -> tuple[str, ...]:
 def _config_problem(row: dict[str, str]) -> ConvProblem:
     def num(name: str, default: int = 0) -> int:
         v = row.get(name, str(default))
-        if not v.isdigit() or len(v) > 12:
+        if not (v.isascii() and v.isdigit()) or len(v) > 12:
             raise ValueError(f"{name} is not a count: {v!r}")
         return int(v)
 

@@ -434,7 +434,7 @@ def parse_conv(text: str) -> ConvDesc:
     fast = _conv_fast(s)
     if fast is not None:
         return fast
-    if s.startswith("conv") and s[4:5].isdigit():
+    if s.startswith("conv") and s[4:5].isascii() and s[4:5].isdigit():
         r = _parse("conv_new", s)
         nd = int(r["dim"])
         mode_v = _enum_name(r, "mode")

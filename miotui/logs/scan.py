@@ -520,6 +520,8 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             parsed = parse_driver_args(tokens, log_fn=log_fn, api_name=api_name)
         except DriverCommandError as e:
             return [Undecoded(f"MIOpenDriver command: {e}")]
+        except Exception as e:  # a decoder bug must not stop the scan
+            return [Undecoded(f"MIOpenDriver command decoder failed: {type(e).__name__}: {e}")]
         role = "find" if find else "execution"
         return [Sighting(p, role, "command", parsed.warnings) for p in parsed.problems]
 

@@ -163,7 +163,7 @@ def tuning_policy_block(name: str, p) -> list[Event]:
     MIOPEN_FIND_ENFORCE, so a job can tune without any environment variable saying so
     (``p``: the block's ``BlockParams``)."""
     number = (p.get("newValue", "value", "policy") or "").strip()
-    label = TUNING_POLICIES.get(int(number)) if number.isdigit() else None
+    label = TUNING_POLICIES.get(int(number)) if number.isascii() and number.isdigit() else None
     return [Setting("tuning policy (miopenSetTuningPolicy)", f"{label}({number})" if label else number or "?")]
 
 

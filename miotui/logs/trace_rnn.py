@@ -57,7 +57,7 @@ class RNNDesc:
 def _enum(text: str, names: tuple[str, ...], what: str) -> int:
     """An enum printed as its number (or, defensively, its name)."""
     t = text.strip()
-    if t.lstrip("-").isdigit():
+    if t.isascii() and t.lstrip("-").isdigit():
         return int(t)
     for i, name in enumerate(names):
         if name and t.endswith(name):

@@ -208,7 +208,7 @@ class RunChooserScreen(ModalScreen[Optional[RunChoice]]):
         except ValueError:
             iters = self.iters
         batch_text = self.query_one("#batch", Input).value.strip()
-        batch = int(batch_text) if batch_text.isdigit() and int(batch_text) > 0 else None
+        batch = int(batch_text) if batch_text.isascii() and batch_text.isdigit() and int(batch_text) > 0 else None
         return RunChoice(backend, max(1, iters), batch)
 
     @on(Button.Pressed, "#run")

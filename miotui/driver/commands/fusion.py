@@ -54,7 +54,7 @@ def read_fusion(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -
     if nd not in (2, 3):
         raise DriverCommandError("--spatial_dim must be 2 or 3")
     depth = f.raw.get("D", "") if ctx.log_fn else ""
-    if depth.isdigit() and int(depth) > 0 and nd == 2:
+    if depth.isascii() and depth.isdigit() and int(depth) > 0 and nd == 2:
         nd = 3
         warnings.append(f"MIOpen printed the plan's depth as -D {depth} (the driver's -D is its dot-graph file); "
                         f"read as the input depth")
@@ -63,7 +63,8 @@ def read_fusion(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -
         hw = (f.int(h_key), f.int(w_key))
         if nd == 2:
             return hw
-        return ((int(depth) if d_key == "!" and depth.isdigit() and not f.has("!") else f.int(d_key)),) + hw
+        logged_depth = d_key == "!" and depth.isascii() and depth.isdigit() and not f.has("!")
+        return ((int(depth) if logged_depth else f.int(d_key)),) + hw
 
     activ = {name: (f.int if flag == "m" else f.float)(flag, FUSION_ACTIV_DEFAULTS[name])
              for flag, name in _ACTIV_FLAGS}

@@ -75,7 +75,7 @@ def _logged_shape(args: Sequence[str], what: str) -> tuple[tuple[int, ...], list
     for k in "ncDHW":
         if k in found:
             text = found[k]
-            if not text.isdigit() or int(text) <= 0:
+            if not (text.isascii() and text.isdigit()) or int(text) <= 0:
                 raise DriverCommandError(f"-{k} must be a positive integer, got {text!r}")
             lens.append(int(text))
     return tuple(lens), rest

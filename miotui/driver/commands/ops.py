@@ -104,7 +104,7 @@ def read_cat(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
         pairs = dict(_pairs(args, "this cat Command line"))
         if "-F" not in pairs:
             raise DriverCommandError("this cat Command line lacks -F, which MIOpen always prints (line cut short?)")
-        lens = tuple(int(v) for v in pairs["-dims"].split(",") if v.strip().isdigit())
+        lens = tuple(int(v) for v in pairs["-dims"].split(",") if v.strip().isascii() and v.strip().isdigit())
         if not lens or len(lens) != len(pairs["-dims"].split(",")):
             raise DriverCommandError(f"cat -dims must be lengths a,b,c, got {pairs['-dims']!r}")
         problem = make_op(lambda: OpProblem("cat", _direction_of(pairs["-F"], "cat"), dtype, (("input1", lens),),
@@ -164,7 +164,7 @@ def write_cat(p: OpProblem, version: Optional[tuple[int, ...]] = None) -> list[s
 
 def _glued_digits(text: str) -> tuple[int, ...]:
     """getitem's -dims list: every dimension is one digit, so the glued ones split apart."""
-    return tuple(int(ch) for ch in text if ch.isdigit())
+    return tuple(int(ch) for ch in text if ch.isascii() and ch.isdigit())
 
 
 def _read_logged_getitem(dtype: str, base: str, args: Sequence[str]) -> ParsedCommand:
