@@ -95,3 +95,75 @@ def test_rnn_seq_flops_count_the_samples_real_lengths():
     short = RNNProblem(**base, api="rnn_seq", seq_lens=(10, 5, 5, 2))
     assert padded.rows == 40 and short.rows == 22
     assert short.flops * 40 == padded.flops * 22
+
+
+# ---------------------------------------------------------------- the quick check of the usual convolution
+
+_ODD_NUMBERS = [0, -1, 1, 3, 5, 2**31, True, 1.0, None, "1"]
+_ODD_PAIRS = [(3,), [3, 3], (1, 1, 1), (), (0, 0), (1, 0), (0, 1), (0, False), (True, 1), (2**31, 1), (3, -1), (1.0, 1)]
+#: per field, values of the wrong kind or range (or right only with other values): each must be
+#: refused, or pass only when the full checks pass it
+_ODD_VALUES = {"direction": ["x", "fwd_train", ""], "dtype": ["nope", "int8", ""], "n": _ODD_NUMBERS,
+               "c": _ODD_NUMBERS, "k": _ODD_NUMBERS, "groups": _ODD_NUMBERS, "in_spatial": _ODD_PAIRS,
+               "filter": _ODD_PAIRS, "pads": _ODD_PAIRS, "strides": _ODD_PAIRS, "dilations": _ODD_PAIRS,
+               "trans_output_pads": _ODD_PAIRS, "mode": ["trans", "x", ""], "pad_mode": ["same", "valid", "x"],
+               "in_layout": ["NCDHW", "", "x"], "fil_layout": ["NCDHW", "", "NHWC"], "out_layout": ["NCDHW", "", "x"]}
+
+
+def test_the_quick_check_never_passes_what_the_full_checks_refuse():
+    """``plainly_valid_2d`` lets the usual 2-D convolution skip ``validate``: whatever it passes,
+    ``validate`` passes too (and every value the full checks refuse is still refused)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @st.composite
+    def problems(draw):
+        g = draw(st.sampled_from([1, 1, 2, 4]))
+        ints = st.integers
+        kw = dict(direction=draw(st.sampled_from(["fwd", "bwd", "wrw"])), dtype=draw(st.sampled_from(["fp32", "fp16"])),
+                  n=draw(ints(1, 64)), c=g * draw(ints(1, 8)), k=g * draw(ints(1, 8)),
+                  in_spatial=(draw(ints(1, 64)), draw(ints(1, 64))), filter=(draw(ints(1, 7)), draw(ints(1, 7))),
+                  pads=(draw(ints(0, 3)), draw(ints(0, 3))), strides=(draw(ints(1, 3)), draw(ints(1, 3))),
+                  dilations=(draw(ints(1, 3)), draw(ints(1, 3))), groups=g, mode="conv", trans_output_pads=(0, 0),
+                  pad_mode="default", in_layout=draw(st.sampled_from(["NCHW", "NHWC"])), fil_layout="NCHW",
+                  out_layout=draw(st.sampled_from(["NCHW", "NHWC"])))
+        for _ in range(draw(ints(0, 2))):   # break up to two fields
+            name = draw(st.sampled_from(sorted(kw)))
+            kw[name] = draw(st.sampled_from(_ODD_VALUES[name]))
+        return kw
+
+    quick = []
+
+    @settings(max_examples=2500, deadline=None)
+    @given(problems())
+    def check(kw):
+        try:
+            p = ConvProblem(**kw)
+        except ProblemError:
+            return
+        if p.plainly_valid_2d():
+            quick.append(p)
+            p.validate()   # must not raise
+
+    check()
+    assert len(quick) > 100   # the property above was exercised
+
+
+def test_a_problem_from_another_process_hashes_and_compares_as_ours():
+    """A decode worker pickles its problems after hashing them; string hashes differ between
+    processes, so a hash cached there must not come along (it would file an equal problem
+    apart from ours and, with the quick equality, make equal problems unequal)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    code = ("import pickle, sys\n"
+            "from miotui.problems import ConvProblem\n"
+            "p = ConvProblem('fwd', 'fp32', 2, 3, 4, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1))\n"
+            "hash(p)\n"
+            "sys.stdout.buffer.write(pickle.dumps(p))\n")
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    theirs = pickle.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, env=env,
+                                         check=True).stdout)
+    ours = ConvProblem("fwd", "fp32", 2, 3, 4, (8, 8), (3, 3), (1, 1), (1, 1), (1, 1))
+    assert hash(theirs) == hash(ours) and theirs == ours and {ours: 1}[theirs] == 1

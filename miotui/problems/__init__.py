@@ -29,6 +29,7 @@ from miotui.problems.base import (
     ProblemError,
     cached_hash,
     default_layout,
+    with_quick_equality,
 )
 from miotui.problems.basic import ActivationProblem, BatchNormProblem, LRNProblem, PoolProblem, SoftmaxProblem
 from miotui.problems.conv import ConvProblem
@@ -52,6 +53,7 @@ PROBLEM_TYPES = (ConvProblem, PoolProblem, BatchNormProblem, ActivationProblem, 
                  OpProblem)
 for _cls in PROBLEM_TYPES:
     _cls.__hash__ = cached_hash  # type: ignore[method-assign]
+    with_quick_equality(_cls)
 
 __all__ = ["ACTIVATION_MODES", "BNORM_DIRECTIONS", "CONV_DIRECTIONS", "DTYPE_BYTES", "DTYPES", "FUSION_ACTIV_DEFAULTS",
            "FUSION_ACTIV_MODES", "FUSION_BN_MODES", "FUSION_CONV_MODES", "FUSION_MODES", "LAYOUTS_2D", "LAYOUTS_3D",

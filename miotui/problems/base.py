@@ -8,6 +8,7 @@ the same way (``ProblemError`` with a message that names the field).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import fields
 from typing import Any, Callable, ClassVar, Union
 
@@ -89,6 +90,9 @@ def check_finite(name: str, value: float) -> None:
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
+_FIELD_VALUES: dict[type, Callable[[Any], tuple]] = {}
+
+
 def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, tuple) else value
 
@@ -111,14 +115,42 @@ class ProblemBase:
             parts.append(f"{f.name}={value}")
         return " ".join(parts)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the cached hash: a string's hash differs between processes (a
+        decode worker's, ours), so a hash cached there would file an equal problem apart
+        here."""
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
+    def json_fields(self) -> dict[str, Any]:
+        """Every field by name, for the JSON encoder (which writes tuples as arrays): what
+        ``to_dict`` gives, without copying each tuple into a list, for an export of many
+        layers."""
+        return dict(zip(self._field_names(), self._field_values()(self), strict=True))
+
+    def _field_names(self) -> tuple[str, ...]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+        return names
+
+    def _field_values(self) -> Callable[[Any], tuple]:
+        """A function giving every field's value in one call (attrgetter of one name gives the
+        bare value)."""
+        values = _FIELD_VALUES.get(type(self))
+        if values is None:
+            names = self._field_names()
+            getter = operator.attrgetter(*names)
+            values = _FIELD_VALUES[type(self)] = getter if len(names) > 1 else (lambda obj: (getter(obj),))
+        return values
+
     def to_dict(self) -> dict[str, Any]:
         """Every field by name, JSON-ready (tuples, also nested ones, become lists).  Not
         ``dataclasses.asdict``: it deep-copies, and an export of 200,000 layers calls this
         once per layer."""
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:
-            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
-        return {name: _plain(getattr(self, name)) for name in names}
+        return {name: _plain(value) if isinstance(value, tuple) else value
+                for name, value in zip(self._field_names(), self._field_values()(self), strict=True)}
 
     @property
     def element_bytes(self) -> int:
@@ -130,6 +162,26 @@ class ProblemBase:
         return self.flops / moved if moved else 0.0  # type: ignore[attr-defined]
 
 
+
+
+def with_quick_equality(cls: type) -> None:
+    """Give ``cls`` an ``__eq__`` that answers the usual questions without comparing every
+    field: the same object (a row and the sighting that made it) is equal, and two values
+    with different (cached) hashes are not, as a scanner asks of each new layer against the
+    last one; only equal hashes go on to the dataclass's field-by-field comparison.  (The
+    generated one builds two tuples of all fields every time.)"""
+    fields_equal = cls.__eq__
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        if hash(self) != hash(other):
+            return False
+        return fields_equal(self, other)
+
+    cls.__eq__ = __eq__  # type: ignore[method-assign]
 
 
 def cached_hash(self: ProblemBase) -> int:

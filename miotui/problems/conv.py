@@ -7,6 +7,9 @@ from typing import ClassVar
 
 from miotui.problems.base import (
     CONV_DIRECTIONS,
+    DTYPES,
+    LAYOUTS_2D,
+    MAX_DIM,
     ProblemBase,
     ProblemError,
     check,
@@ -17,6 +20,8 @@ from miotui.problems.base import (
     default_layout,
     prod,
 )
+
+_TUPLE, _TWO, _INT = {tuple}, {2}, {int}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,12 @@ class ConvProblem(ProblemBase):
     out_layout: str = ""
 
     def __post_init__(self) -> None:
+        if not self.plainly_valid_2d():
+            self.validate()
+
+    def validate(self) -> None:
+        """Every rule a convolution MIOpen ran obeys (``ProblemError`` naming the field), and
+        the defaults of omitted layouts and output padding filled in."""
         check_common("conv", self.direction, CONV_DIRECTIONS, self.dtype)
         for name in ("n", "c", "k", "groups"):
             check_positive(name, getattr(self, name))
@@ -80,6 +91,25 @@ class ConvProblem(ProblemBase):
         for i, (adj, s, d) in enumerate(zip(self.trans_output_pads, self.strides, self.dilations, strict=True)):
             if adj >= max(s, d):
                 raise ProblemError(f"output padding {adj} on axis {i} must be smaller than stride or dilation")
+
+    def plainly_valid_2d(self) -> bool:
+        """Whether this is the common case, valid on its face: a 2-D convolution (not
+        transposed) with the default padding mode, every layout given and 2-D, and every
+        length a plain int in range.  A log of many distinct layers builds one problem per
+        line, and this costs a fraction of the full checks, which anything else goes through
+        (and which give the same verdict on this case: tests/test_problems.py)."""
+        spatial = (self.in_spatial, self.filter, self.pads, self.strides, self.dilations, self.trans_output_pads)
+        if set(map(type, spatial)) != _TUPLE or set(map(len, spatial)) != _TWO:
+            return False
+        (h, w), (y, x), (ph, pw), (sh, sw), (dh, dw), (ah, aw) = spatial
+        n, c, k, g = self.n, self.c, self.k, self.groups
+        positive = (n, c, k, g, h, w, y, x, sh, sw, dh, dw, ph + 1, pw + 1) if type(ph) is int is type(pw) else ()
+        return (bool(positive) and set(map(type, positive)) == _INT and 0 < min(positive)
+                and max(positive) <= MAX_DIM and ah == 0 == aw and type(ah) is int is type(aw)
+                and self.mode == "conv" and self.pad_mode == "default"
+                and self.direction in CONV_DIRECTIONS and self.dtype in DTYPES
+                and self.in_layout in LAYOUTS_2D and self.fil_layout in LAYOUTS_2D and self.out_layout in LAYOUTS_2D
+                and c % g == 0 and k % g == 0)
 
     @property
     def ndim(self) -> int:
