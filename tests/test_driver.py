@@ -331,3 +331,60 @@ def test_decode_writes_commands_for_the_asked_driver(tmp_path):
                              capture_output=True, text=True, check=True).stdout
         return [line for line in out.splitlines() if line.startswith("MIOpenDriver")]
     assert " -J 4 " in commands()[0] and " -F 4 " in commands("--driver-version", "rocm-6.2")[0]
+
+
+# ---------------------------------------------------------------- the usual line's direct reader
+
+_CONV_FLAGS = "n c H W k y x p q u v l j m g F t".split()
+_VALUE_TEXT = st.one_of(st.integers(0, 10**10).map(str), st.sampled_from(["007", "1.5", "-1", "", "²", "x", "$N"]),
+                        st.integers(1, 64).map(str))
+
+
+@st.composite
+def _conv_command_lines(draw):
+    values = {k: draw(_VALUE_TEXT) if draw(st.integers(0, 24)) == 0 else str(draw(st.integers(1, 70)))
+              for k in _CONV_FLAGS}
+    values["m"] = draw(st.sampled_from(["conv", "conv", "conv", "trans", "group", "dw", "CONV"]))
+    values["F"] = draw(st.sampled_from(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "1", "1"]))
+    values["g"] = draw(st.sampled_from(["1", "1", "2", "0", values["c"]]))
+    order = draw(st.permutations(_CONV_FLAGS)) if draw(st.integers(0, 9)) == 0 else _CONV_FLAGS
+    args = [token for k in order for token in (f"-{k}", values[k]) if token != ""]
+    base = draw(st.sampled_from(["conv", "convfp16", "convbfp16", "convint8"]))
+    context = draw(st.sampled_from([(None, None), (None, "LogCmdConvolution"), (None, "LogCmdFindConvolution"),
+                                    ("miopenConvolutionBackwardData", None)]))
+    return base, args, context
+
+
+def _outcome(reader, sub, base, args, ctx):
+    try:
+        return reader(sub, base, args, ctx)
+    except DriverCommandError as e:
+        return f"error: {e}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_conv_command_lines())
+def test_the_usual_conv_line_read_directly_equals_the_general_reader(case):
+    """``read_plain_2d`` (one regular expression for MIOpen's 2-D Command line) gives what the
+    general reader gives, problems, warnings and errors alike, whenever it answers."""
+    from miotui.driver.commands.common import Context
+    from miotui.driver.commands.conv import read_conv_flags, read_plain_2d
+    from miotui.driver.tables import subcommand
+    base, args, (api_name, log_fn) = case
+    sub, ctx = subcommand("conv"), Context(api_name, log_fn, None)
+    direct = _outcome(read_plain_2d, sub, base, args, ctx)
+    if direct is not None:
+        assert direct == _outcome(read_conv_flags, sub, base, args, ctx)
+
+
+def test_the_direct_reader_answers_for_mitunas_and_the_logs_lines():
+    """The equivalence above is not vacuous: the direct reader takes MIOpen's own lines."""
+    from miotui.driver.commands.common import Context
+    from miotui.driver.commands.conv import read_conv_flags, read_plain_2d
+    from miotui.driver.tables import subcommand
+    line = ("conv -n 32 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 "
+            "-t 1").split()
+    sub, ctx = subcommand("conv"), Context(None, "LogCmdConvolution", None)
+    direct = read_plain_2d(sub, line[0], line[1:], ctx)
+    assert direct is not None and direct == read_conv_flags(sub, line[0], line[1:], ctx)
+    assert read_plain_2d(sub, "conv", line[1:-2] + ["-t", "x1"], ctx) is None   # not the usual line

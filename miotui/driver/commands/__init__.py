@@ -79,9 +79,9 @@ def parse_driver_args(args: Sequence[str], *, api_name: Optional[str] = None, lo
     parsed = reader(sub, base, list(args[1:]), ctx)
     if logged_dtype is not None:
         parsed = ParsedCommand(tuple(_with_dtype(p, logged_dtype) for p in parsed.problems), parsed.warnings,
-                               parsed.base, parsed.flags)
+                               parsed.base)
     if notes:
-        parsed = ParsedCommand(parsed.problems, notes + parsed.warnings, parsed.base, parsed.flags)
+        parsed = ParsedCommand(parsed.problems, notes + parsed.warnings, parsed.base)
     return parsed
 
 

@@ -43,7 +43,7 @@ def read_adam(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
     if "amp" in sub.family:
         params.append(("amp", "1"))
     problem = make_op(lambda: OpProblem(name, "fwd", dtype_of(sub, base)[0], (("param", lens),), tuple(params)))
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 def _base(p: OpProblem, amp: bool, adamw: bool) -> tuple[Subcommand, str]:

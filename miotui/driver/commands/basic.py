@@ -35,7 +35,7 @@ def read_activ(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) ->
     problems = tuple(make(lambda d=d: ActivationProblem(d, dtype, f.int("n"), f.int("c"), (f.int("H"), f.int("W")),
                                                          f.int("m"), f.float("A"), f.float("B"), f.float("G", 1.0)))
                      for d in plain_directions(f, ctx))
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def write_activ(p: ActivationProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
@@ -60,7 +60,7 @@ def read_lrn(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
     problems = tuple(make(lambda d=d: LRNProblem(d, dtype, f.int("n"), f.int("c"), (f.int("H"), f.int("W")),
                                                   mode_text, f.int("N"), f.float("A"), f.float("B"), f.float("K")))
                      for d in plain_directions(f, ctx))
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def write_lrn(p: LRNProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
@@ -78,7 +78,7 @@ def read_softmax(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) 
     problems = tuple(make(lambda d=d: SoftmaxProblem(d, dtype, f.int("n"), f.int("c"), (f.int("H"), f.int("W")),
                                                       f.int("a"), f.int("m"), f.float("A"), f.float("B")))
                      for d in plain_directions(f, ctx))
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def write_softmax(p: SoftmaxProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:

@@ -65,7 +65,7 @@ def read_bnorm(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) ->
     layout = f.layout("L", len(spatial))
     problem = make(lambda: BatchNormProblem(direction, dtype, f.int("n"), f.int("c"), spatial, mode, layout, save,
                                             running, param_dtype))
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 #: data type -> base-name suffix

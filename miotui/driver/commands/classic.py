@@ -39,7 +39,7 @@ LOGGED_REQUIRED = {"tensorop": "n c H W o", "dropout": "F d e l m p", "ctc": "a 
 
 
 def _done(problems: tuple, f: FlagValues, base: str) -> ParsedCommand:
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 # --------------------------------------------------------------------------- tensorop

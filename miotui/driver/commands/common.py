@@ -12,7 +12,7 @@ A command is read in one of three contexts, and each changes what counts as comp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 from miotui.driver.flags import DriverCommandError, FlagValues, ReadFlags, read_flags
@@ -40,7 +40,6 @@ class ParsedCommand:
     problems: tuple[Problem, ...]
     warnings: tuple[str, ...] = ()
     base: str = ""
-    flags: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 #: a family's reader: (its table, the base argument as written, the flags after it, the context)
@@ -72,6 +71,21 @@ def dtype_of(sub: Subcommand, base: str) -> tuple[str, str]:
 def base_for(sub: Subcommand, dtype: str, param_dtype: str = "",
              version: Optional[tuple[int, ...]] = None) -> str:
     """The base argument that runs ``dtype`` on the driver of ``version`` (today's when None)."""
+    key = (id(sub), dtype, param_dtype, version)
+    hit = _BASES.get(key)
+    if hit is None:
+        hit = (sub, _find_base(sub, dtype, param_dtype, version))
+        if len(_BASES) < 1024:
+            _BASES[key] = hit   # (holding ``sub``, so its id is not reused while cached)
+    return hit[1]
+
+
+#: (id of the table, dtype, parameter dtype, version) -> (the table, its base argument): asked
+#: once per command written
+_BASES: dict[tuple, tuple[Subcommand, str]] = {}
+
+
+def _find_base(sub: Subcommand, dtype: str, param_dtype: str, version: Optional[tuple[int, ...]]) -> str:
     from miotui.driver.tables import valid_bases
     valid = valid_bases(version)
     wanted = param_dtype or dtype

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Sequence
 
 from miotui.driver.commands.common import (
@@ -28,7 +29,54 @@ _COMMAND_LINE_FLAGS = "n c H W k y x p q u v l j m g F t"
 _OLD_LINE_FLAGS = "n c H W k y x p q u v l j t"
 
 
+#: today's 2-D ``Command [LogCmdConvolution]`` line after its base, as MIOpen prints it (each
+#: value a plain integer of at most 9 digits, ``-m conv``): see ``read_plain_2d``
+_PLAIN_2D_RE = re.compile(" ".join(f"-{k} " + {"m": "conv", "F": "([0-7])", "t": r"\d{1,9}"}.get(k, r"(\d{1,9})")
+                                   for k in _COMMAND_LINE_FLAGS.split()), re.ASCII)
+#: equal shape tuples shared between problems: a log of many distinct layers repeats the same
+#: few sizes, pads, strides and filters, and each tuple costs 56 bytes per layer
+_SHARED_PAIRS: dict[tuple[int, int], tuple[int, int]] = {}
+
+
+def _pair(a: int, b: int) -> tuple[int, int]:
+    pair = (a, b)
+    shared = _SHARED_PAIRS.get(pair)
+    if shared is not None:
+        return shared
+    if len(_SHARED_PAIRS) < 4096:
+        _SHARED_PAIRS[pair] = pair
+    return pair
+
+
+def read_plain_2d(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> Optional[ParsedCommand]:
+    """The usual line read with one regular expression: the 17 flags of a 2-D ``Command
+    [LogCmdConvolution]`` line in MIOpen's order, every value but ``-m conv`` a plain integer
+    of at most 9 digits.  The general reader would read such a line without a default, a
+    repair or a warning, and each distinct layer of a log arrives as one, so a log of many
+    layers spends its decode here (a fraction of the general reader's time).  Anything else
+    (None) goes the general way; both give the same result (tests/test_driver.py)."""
+    if len(args) != 34 or ctx.api_name or ctx.version is not None:
+        return None
+    m = _PLAIN_2D_RE.fullmatch(" ".join(args))
+    if m is None:
+        return None
+    n, c, h, w, k, y, x, p, q, u, v, dil_h, dil_w, g, fwd = map(int, m.groups())
+    dtype = dtype_of(sub, base)[0]
+    shape = dict(n=n, c=c, k=k, in_spatial=_pair(h, w), filter=_pair(y, x), pads=_pair(p, q), strides=_pair(u, v),
+                 dilations=_pair(dil_h, dil_w), groups=g, mode="conv", trans_output_pads=_pair(0, 0),
+                 pad_mode="default", in_layout="NCHW", fil_layout="NCHW", out_layout="NCHW")
+    problems = tuple(make(lambda d=d: ConvProblem(direction=d, dtype=dtype, **shape)) for d in CONV_DIRECTIONS[fwd])
+    return ParsedCommand(problems, (), base)
+
+
 def read_conv(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
+    plain = read_plain_2d(sub, base, args, ctx)
+    return plain if plain is not None else read_conv_flags(sub, base, args, ctx)
+
+
+def read_conv_flags(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
+    """The general reader: any spelling, era, order and dimension, with the driver's defaults
+    for omitted flags and the repairs of MIOpen's logging defects."""
     f = read(sub, base, args, ctx)
     if ctx.log_fn:
         require(f, _COMMAND_LINE_FLAGS, "this Command line")
@@ -80,20 +128,24 @@ def read_conv(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
         pads=sp("$", "p", "q"), strides=sp("#", "u", "v"), dilations=sp("^", "l", "j"), groups=g, mode=mode,
         trans_output_pads=sp("%", "Y", "X"), pad_mode=pad_mode, in_layout=f.layout("I", nd),
         fil_layout=f.layout("f", nd), out_layout=f.layout("O", nd))) for d in directions)
-    return ParsedCommand(problems, tuple(warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(warnings), base)
 
 
-def conv_geometry_argv(p: ConvProblem) -> list:
-    """The shape flags of a convolution (shared with fusion plans)."""
+def conv_geometry_argv(p: ConvProblem) -> list[str]:
+    """The shape flags of a convolution (shared with fusion plans).  Written through one
+    format string: a log of many distinct layers writes a command per layer."""
     if p.ndim == 2:
         (h, w), (y, x), (ph, pw), (sh, sw), (dh, dw) = p.in_spatial, p.filter, p.pads, p.strides, p.dilations
-        return ["-n", p.n, "-c", p.c, "-H", h, "-W", w, "-k", p.k, "-y", y, "-x", x, "-p", ph, "-q", pw,
-                "-u", sh, "-v", sw, "-l", dh, "-j", dw]
+        return (f"-n {p.n} -c {p.c} -H {h} -W {w} -k {p.k} -y {y} -x {x} -p {ph} -q {pw} -u {sh} -v {sw} "
+                f"-l {dh} -j {dw}").split(" ")
     (d, h, w), (z, y, x) = p.in_spatial, p.filter
     (pd, ph, pw), (sd, sh, sw), (dd, dh, dw) = p.pads, p.strides, p.dilations
-    return ["-n", p.n, "-c", p.c, "--in_d", d, "-H", h, "-W", w, "-k", p.k, "--fil_d", z, "-y", y, "-x", x,
-            "--pad_d", pd, "-p", ph, "-q", pw, "--conv_stride_d", sd, "-u", sh, "-v", sw, "--dilation_d", dd,
-            "-l", dh, "-j", dw, "--spatial_dim", 3]
+    return (f"-n {p.n} -c {p.c} --in_d {d} -H {h} -W {w} -k {p.k} --fil_d {z} -y {y} -x {x} --pad_d {pd} -p {ph} "
+            f"-q {pw} --conv_stride_d {sd} -u {sh} -v {sw} --dilation_d {dd} -l {dh} -j {dw} "
+            f"--spatial_dim 3").split(" ")
+
+
+_DIRECTION_FLAG = {"fwd": "1", "bwd": "2", "wrw": "4"}
 
 
 def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
@@ -102,15 +154,15 @@ def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> lis
     for flag, value in (("--in_layout", p.in_layout), ("--fil_layout", p.fil_layout), ("--out_layout", p.out_layout)):
         if value != default:
             argv += [flag, value]
-    argv += ["-m", p.mode, "-g", p.groups]
+    argv += ["-m", p.mode, "-g", str(p.groups)]
     if any(p.trans_output_pads):
         if p.ndim == 3:
-            argv += ["--trans_output_pad_d", p.trans_output_pads[0]]
-        argv += ["-Y", p.trans_output_pads[-2], "-X", p.trans_output_pads[-1]]
+            argv += ["--trans_output_pad_d", str(p.trans_output_pads[0])]
+        argv += ["-Y", str(p.trans_output_pads[-2]), "-X", str(p.trans_output_pads[-1])]
     if p.pad_mode != "default":
         argv += ["-z", p.pad_mode]
-    argv += ["-F", {"fwd": 1, "bwd": 2, "wrw": 4}[p.direction]]
-    return [str(a) for a in argv]
+    argv += ["-F", _DIRECTION_FLAG[p.direction]]
+    return argv
 
 
 READERS = {"conv": read_conv}

@@ -82,7 +82,7 @@ def read_fusion(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -
     else:
         problem = make(lambda: FusionProblem(fusion_mode, dtype, n, c, sp("!", "H", "W"), bn_mode=bn_mode,
                                              layout=layout, **activ))
-    return ParsedCommand((problem,), tuple(warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(warnings), base)
 
 
 def write_fusion(p: FusionProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:

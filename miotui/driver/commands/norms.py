@@ -150,7 +150,7 @@ def _read_layernorm(variant: str, sub: Subcommand, base: str, args: Sequence[str
     mode = f.int("m")
     problems = tuple(make(lambda d=d: LayerNormProblem(d, dtype, shape, normalized_dim, eps, mode, variant, layout,
                                                        missing)) for d in directions)
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def read_layernorm(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
@@ -221,7 +221,7 @@ def read_groupnorm(sub: Subcommand, base: str, args: Sequence[str], ctx: Context
         directions = ("fwd",)  # the group-norm driver has only a forward pass
     problems = tuple(make(lambda dd=dd: GroupNormProblem(dd, dtype, shape, f.int("g"), eps, f.int("m")))
                      for dd in directions)
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def write_groupnorm(p: GroupNormProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:

@@ -92,8 +92,8 @@ def _dim(f: FlagValues, key: str, rank: int) -> str:
 
 def _done(problems: tuple, f: Optional[FlagValues], base: str, warnings: Sequence[str] = ()) -> ParsedCommand:
     if f is None:
-        return ParsedCommand(problems, tuple(warnings), base, {})
-    return ParsedCommand(problems, tuple(warnings) + tuple(f.warnings), base, dict(f.raw))
+        return ParsedCommand(problems, tuple(warnings), base)
+    return ParsedCommand(problems, tuple(warnings) + tuple(f.warnings), base)
 
 
 # --------------------------------------------------------------------------- cat

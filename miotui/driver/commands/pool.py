@@ -63,7 +63,7 @@ def read_pool(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
     index_mode = 1 if f.int("M", 0) else 0
     problems = tuple(make(lambda dd=dd: PoolProblem(dd, dtype, n, c, spatial, win, pads, strides, mode, layout,
                                                      index_mode)) for dd in dirs)
-    return ParsedCommand(problems, tuple(warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(warnings), base)
 
 
 def write_pool(p: PoolProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:

@@ -65,7 +65,7 @@ def read_reduce(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -
         raise DriverCommandError(f"-C {comp} is not a miopenDataType_t MIOpen reduces in")
     problem = make(lambda: ReduceProblem("fwd", dtype, shape, dims, f.int("O"), comp_dtype, f.int("N") == 1,
                                          f.int("I") == 1, f.float("A"), f.float("B")))
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 def write_reduce(p: ReduceProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
@@ -106,7 +106,7 @@ def read_reduceextreme(sub: Subcommand, base: str, args: Sequence[str], ctx: Con
     dim = _dim(f, "R", len(lens))
     problem = _op("reduceextreme", "fwd", dtype_of(sub, base)[0], (("input", lens),),
                   (("O", canon_int(f.int("O"))), ("R", dim)))
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 def _dim(f: FlagValues, key: str, rank: int) -> str:
@@ -139,7 +139,7 @@ def read_reducecalculation(sub: Subcommand, base: str, args: Sequence[str], ctx:
         dim = _dim(f, "R", len(lens))
     problem = _op("reducecalculation", "fwd", dtype_of(sub, base)[0], shapes,
                   (("N", canon_int(f.int("N"))), ("O", canon_int(f.int("O"))), ("R", dim)), missing)
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 def _sum_shape(f: FlagValues, logged: bool) -> tuple[int, ...]:
@@ -176,7 +176,7 @@ def read_sum_or_argmax(sub: Subcommand, base: str, args: Sequence[str], ctx: Con
     if is_sum:
         params.insert(0, ("N", canon_int(f.int("N"))))
     problem = _op(sub.family, "fwd", dtype_of(sub, base)[0], (("input", shape),), tuple(params), missing)
-    return ParsedCommand((problem,), tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand((problem,), tuple(f.warnings), base)
 
 
 def _write_one_dim(p: OpProblem, version: Optional[tuple[int, ...]], sub: Subcommand) -> list[str]:

@@ -98,7 +98,7 @@ def read_rnn(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
     problems = tuple(make(lambda d=d: RNNProblem(d, dtype, batch=batch, seq_len=seq_len, inference=inference and
                                                  d == "fwd", padded=padded, **fields))
                      for d in _directions(f, ctx))
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def read_rnn_seq(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
@@ -113,7 +113,7 @@ def read_rnn_seq(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) 
                                                  inference=inference and d == "fwd", api="rnn_seq",
                                                  seq_lens=seq_lens, io_layout=io_layout, **fields))
                      for d in _directions(f, ctx))
-    return ParsedCommand(problems, tuple(f.warnings), base, dict(f.raw))
+    return ParsedCommand(problems, tuple(f.warnings), base)
 
 
 def _shared_flags(p: RNNProblem) -> list:
