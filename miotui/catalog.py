@@ -84,7 +84,7 @@ class _Row:
                  "annotations", "warnings", "raw", "driver_command", "version", "_snapshot", "startup",
                  "sighted", "counted_if_new")
 
-    def __init__(self, index: int, problem: Problem, line: int, driver_command: str):
+    def __init__(self, index: int, problem: Problem, line: int):
         self.index = index
         self.problem = problem
         self.counts = {"execution": 0, "find": 0, "mention": 0}
@@ -99,21 +99,37 @@ class _Row:
         self.annotations: dict[str, list[str]] = {}
         self.warnings: dict[str, None] = {}
         self.raw: list[tuple[int, str]] = []
-        self.driver_command = driver_command
+        #: written when first asked for (``snapshot``): a log of many distinct layers creates a
+        #: row per line, and a reader may never want the command (the table does not show it)
+        self.driver_command: Optional[str] = None
         self.version = 0
         self._snapshot: Optional[LayerSnapshot] = None
         self.startup: Optional[LayerStartupCounts] = None
 
+    def _write_command(self) -> str:
+        """The layer's MIOpenDriver command ("" when the driver cannot express it, with a
+        warning that says why, first among the row's warnings)."""
+        try:
+            self.driver_command = to_driver_command(self.problem)
+        except DriverCommandError as e:
+            self.driver_command = ""
+            self.warnings = {f"no MIOpenDriver command: {e}": None, **self.warnings}
+        return self.driver_command
+
     def snapshot(self) -> LayerSnapshot:
         if self._snapshot is None:
+            if self.driver_command is None:
+                self._write_command()
+            notes = self.annotations
+            counts = self.counts
+            # positional, in LayerSnapshot's field order: every layer of an export is snapshot once
             self._snapshot = LayerSnapshot(
-                index=self.index, problem=self.problem, executions=self.counts["execution"],
-                finds=self.counts["find"], mentions=self.counts["mention"], first_line=self.first_line,
-                last_line=max(self.first_line, self.last_line), sources=tuple(self.sources), files=tuple(self.files),
-                annotations=tuple((k, v[-1]) for k, v in self.annotations.items()),
-                warnings=tuple(self.warnings), raw=tuple(self.raw), driver_command=self.driver_command,
-                annotation_history=tuple((k, tuple(v)) for k, v in self.annotations.items()),
-                startup=NO_STARTUP if self.startup is None else self.startup.freeze())
+                self.index, self.problem, counts["execution"], counts["find"], counts["mention"], self.first_line,
+                max(self.first_line, self.last_line), tuple(self.sources), tuple(self.files),
+                tuple([(k, v[-1]) for k, v in notes.items()]) if notes else (), tuple(self.warnings),
+                tuple(self.raw), self.driver_command,
+                tuple([(k, tuple(v)) for k, v in notes.items()]) if notes else (),
+                NO_STARTUP if self.startup is None else self.startup.freeze())
         return self._snapshot
 
 
@@ -146,16 +162,7 @@ class Catalog:
     def row_for(self, problem: Problem, line: int, file: str = "") -> _Row:
         row = self._by_problem.get(problem)
         if row is None:
-            try:
-                command = to_driver_command(problem)
-            except DriverCommandError as e:
-                command = ""
-                warning = f"no MIOpenDriver command: {e}"
-            else:
-                warning = ""
-            row = _Row(len(self._rows), problem, line, command)
-            if warning:
-                row.warnings[warning] = None
+            row = _Row(len(self._rows), problem, line)
             if file:
                 row.files[file] = None
             self._rows.append(row)

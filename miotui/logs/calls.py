@@ -98,8 +98,10 @@ class CallRouting:
         """A Command line that is only its base (MIOpen 1.x logs batch-norm backward as
         ``bnorm`` with no flags) right after the API block of that call: nothing to decode
         and nothing missing, so not an undecoded line each iteration."""
+        if len(events) != 1 or type(events[0]) is not Undecoded:
+            return False
         tokens = args.split()
-        if len(events) != 1 or type(events[0]) is not Undecoded or len(tokens) != 1:
+        if len(tokens) != 1:
             return False
         base = tokens[0]
         held = self._held.get(tid)
