@@ -9,8 +9,10 @@ written.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import sys
-from typing import Callable, Sequence, TextIO
+from typing import Callable, Iterator, Sequence, TextIO
 
 
 def _decode_parser() -> argparse.ArgumentParser:
@@ -33,6 +35,25 @@ def _decode_parser() -> argparse.ArgumentParser:
 def decode_main(argv: Sequence[str]) -> int:
     parser = _decode_parser()
     ns = parser.parse_args(argv)
+    with without_full_collections():
+        return _decode(parser, ns)
+
+
+@contextlib.contextmanager
+def without_full_collections() -> Iterator[None]:
+    """The cyclic garbage collector without its full passes, for one decode.  A decode builds
+    one large structure that lives until the output is written; each full pass walks all of
+    it and frees nothing (at 200,000 layers: 16 passes, a fifth of the decode).  Young
+    objects are still collected, so a cycle made and dropped at once is freed as before."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, 1 << 30)
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, old)
+
+
+def _decode(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
     from miotui.decode_output import render_to
     from miotui.driver.versions import DriverVersionError, resolve_driver_version
     from miotui.logs.parallel import decode_files

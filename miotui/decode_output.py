@@ -19,7 +19,7 @@ from miotui.driver.versions import version_text
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import LayerStartup, seconds
-from miotui.text_table import aligned
+from miotui.text_table import TextTable
 from miotui.timing import NO_TIME, layer_times, time_summary
 
 #: the table's columns: (title, right-aligned)
@@ -76,38 +76,44 @@ def startup_text(s: LayerStartup) -> str:
 
 
 def render_table(catalog: Catalog) -> str:
+    buf = io.StringIO()
+    write_table(buf, catalog)
+    return buf.getvalue()
+
+
+def write_table(out: IO[str], catalog: Catalog) -> None:
+    """The readable table, written line by line (a log of 200,000 layers never holds the whole
+    text)."""
     layers = catalog.most_executed()
     times = layer_times(layers)
-    rows = []
+    table = TextTable(_COLUMNS)
     for layer in layers:
         p = layer.problem
         t = times.get(layer.id, NO_TIME)
-        rows.append([str(layer.id), p.op, p.direction, p.dtype, getattr(p, "layout", "") or "", shape_text(layer),
-                     gflop_text(p.flops), str(layer.executions), str(layer.finds), str(layer.mentions),
-                     ms_text(t.per_call_ms), t.source or "", ms_text(t.total_ms),
-                     "" if t.share is None else f"{100 * t.share:.1f}%", startup_text(layer.startup),
-                     visible(layer.annotation("solver"))])
-    buf = io.StringIO()
+        table.add([str(layer.id), p.op, p.direction, p.dtype, getattr(p, "layout", "") or "", shape_text(layer),
+                   gflop_text(p.flops), str(layer.executions), str(layer.finds), str(layer.mentions),
+                   ms_text(t.per_call_ms), t.source or "", ms_text(t.total_ms),
+                   "" if t.share is None else f"{100 * t.share:.1f}%", startup_text(layer.startup),
+                   visible(layer.annotation("solver"))])
     title = (f"{len(layers)} unique layers, {catalog.lines:,} lines, {catalog.undecoded_count} undecoded"
              + (f", {catalog.unknown_finds} Finds of an unknown problem" if catalog.unknown_finds else "")
              + " (id: the layer's order of arrival in the log; rows: most executed first)")
-    buf.write(title + "\n")
-    buf.write(time_summary(times).line() + "\n")
+    out.write(title + "\n")
+    out.write(time_summary(times).line() + "\n")
     startup = catalog.startup.totals()
     if startup.kernels_compiled or startup.kernels_from_cache or startup.searches or startup.find_db_misses:
         searched = sum(1 for layer in layers if layer.startup.searched)
-        buf.write(startup.summary(searched, len(layers)) + "\n")
+        out.write(startup.summary(searched, len(layers)) + "\n")
     if startup.settings:
-        buf.write("settings: " + visible("; ".join(f"{k} = {v}" for k, v in startup.settings)) + "\n")
-    for line in aligned(_COLUMNS, rows):
-        buf.write(line + "\n")
+        out.write("settings: " + visible("; ".join(f"{k} = {v}" for k, v in startup.settings)) + "\n")
+    for line in table.lines():
+        out.write(line + "\n")
     for layer in layers:
         for w in layer.warnings:
-            buf.write(f"  warning (layer {layer.id}): {visible(w)}\n")
+            out.write(f"  warning (layer {layer.id}): {visible(w)}\n")
     if catalog.undecoded_count:
-        buf.write(f"{catalog.undecoded_count} MIOpen-looking lines or blocks could not be decoded "
+        out.write(f"{catalog.undecoded_count} MIOpen-looking lines or blocks could not be decoded "
                   f"(see --format json for each line and reason)\n")
-    return buf.getvalue()
 
 
 def render_driver_lines(layers: list[LayerSnapshot]) -> str:
@@ -151,7 +157,7 @@ def render_to(out: IO[str], catalog: Catalog, fmt: str, version: Optional[tuple[
     """Write ``catalog`` in ``fmt`` to ``out`` (JSON as it is made: a log of many layers
     never holds the whole document), with commands for the driver of ``version``."""
     if fmt == "table":
-        out.write(render_table(catalog))
+        write_table(out, catalog)
         return
     from miotui import export
     layers = list(for_driver(catalog.most_executed(), version))
