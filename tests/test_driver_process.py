@@ -63,7 +63,9 @@ def test_a_driver_that_exits_while_a_descendant_holds_the_output_finishes_prompt
     assert res.status == "ok", (res.message, res.driver_output)
     assert res.verification is not None and res.verification.ok
     assert "kept the output open" in res.note
-    assert took < 5, took
+    # well under the 15 s the descendant holds the pipe (the fake's own start, a Python
+    # interpreter with numpy, took up to 5.7 s on a loaded 2-core host)
+    assert took < 10, took
 
 
 def test_timeout_is_answered_within_a_second_while_a_descendant_holds_the_output(leaky, fake_env):
