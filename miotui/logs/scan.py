@@ -490,6 +490,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             self._flush_cat(tid)
         key = (fn, args, "")
         events = self._command_cache.get(key)
+        seen = events is not None
         if events is None:
             events = self._decode_command(args.split(), log_fn=fn, api_name=None,
                                           find=fn == "LogCmdFindConvolution")
@@ -500,7 +501,9 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             return
         if not self._bare_form_of_traced_call(tid, args, events):
             self._apply(events, tid, n, line)
-            self._register_command(line, (COMMAND, tid, fn, args), tid, events)
+            if seen:   # a command met before will likely come again: replay it from now on (a log of
+                # distinct layers meets each once, and registering every line cost a tenth of its decode)
+                self._register_command(line, (COMMAND, tid, fn, args), tid, events)
 
     def _old_command(self, api: str, args: str, n: int, line: str) -> None:
         key = ("", args, api)
