@@ -106,7 +106,7 @@ class _Row:
         self._snapshot: Optional[LayerSnapshot] = None
         self.startup: Optional[LayerStartupCounts] = None
 
-    def _write_command(self) -> str:
+    def _write_command(self) -> None:
         """The layer's MIOpenDriver command ("" when the driver cannot express it, with a
         warning that says why, first among the row's warnings)."""
         try:
@@ -114,7 +114,6 @@ class _Row:
         except DriverCommandError as e:
             self.driver_command = ""
             self.warnings = {f"no MIOpenDriver command: {e}": None, **self.warnings}
-        return self.driver_command
 
     def snapshot(self) -> LayerSnapshot:
         if self._snapshot is None:

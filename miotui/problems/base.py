@@ -189,10 +189,6 @@ def cached_hash(self: ProblemBase) -> int:
     dataclass hash would rebuild the tuple of all fields each time."""
     h = self.__dict__.get("_hash")
     if h is None:
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:
-            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
-        d = self.__dict__
-        h = hash((self.op,) + tuple([d[name] for name in names]))
+        h = hash((self.op,) + self._field_values()(self))
         object.__setattr__(self, "_hash", h)
     return h
