@@ -35,9 +35,6 @@ class TextTable:
         self.widths = list(map(max, self.widths, map(len, cells)))
         self._rows.append(row)
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
     def lines(self) -> Iterator[str]:
         """The titles, a dashed rule, then a line per row, each without trailing spaces."""
         pads = [(w, right) for w, (_title, right) in zip(self.widths, self.columns, strict=True)]

@@ -42,6 +42,9 @@ class ParsedCommand:
     base: str = ""
 
 
+#: direction -> the ``-F`` value that runs only it (convolutions and RNNs alike)
+DIRECTION_FLAG = {"fwd": "1", "bwd": "2", "wrw": "4"}
+
 #: a family's reader: (its table, the base argument as written, the flags after it, the context)
 Reader = Callable[[Subcommand, str, Sequence[str], Context], ParsedCommand]
 

@@ -6,6 +6,7 @@ import re
 from typing import Optional, Sequence
 
 from miotui.driver.commands.common import (
+    DIRECTION_FLAG,
     Context,
     ParsedCommand,
     base_for,
@@ -145,8 +146,6 @@ def conv_geometry_argv(p: ConvProblem) -> list[str]:
             f"--spatial_dim 3").split(" ")
 
 
-_DIRECTION_FLAG = {"fwd": "1", "bwd": "2", "wrw": "4"}
-
 
 def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
     argv = [base_for(conv_table.CONV, p.dtype, version=version)] + conv_geometry_argv(p)
@@ -161,7 +160,7 @@ def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> lis
         argv += ["-Y", str(p.trans_output_pads[-2]), "-X", str(p.trans_output_pads[-1])]
     if p.pad_mode != "default":
         argv += ["-z", p.pad_mode]
-    argv += ["-F", _DIRECTION_FLAG[p.direction]]
+    argv += ["-F", DIRECTION_FLAG[p.direction]]
     return argv
 
 

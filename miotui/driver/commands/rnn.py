@@ -18,14 +18,22 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from miotui.driver.commands.common import Context, ParsedCommand, base_for, dtype_of, make, read, require
+from miotui.driver.commands.common import (
+    DIRECTION_FLAG,
+    Context,
+    ParsedCommand,
+    base_for,
+    dtype_of,
+    make,
+    read,
+    require,
+)
 from miotui.driver.commands.support import bit_directions, canon_float, check_written
 from miotui.driver.flags import DriverCommandError, FlagValues
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import rnn as rnn_table
 from miotui.problems import RNN_MODES, RNNProblem
 
-_DIRECTION_FLAG = {"fwd": "1", "bwd": "2", "wrw": "4"}
 #: flags every LogCmdRNN line prints (from 2.3; -c only for forward, dropout flags only with dropout):
 #: a line without one of them was cut short
 LOGGED_REQUIRED = {"rnn": "n W H l b m p r k F w", "rnn_seq": "n W H l b m p r k K a I F w"}
@@ -127,7 +135,7 @@ def _tail(p: RNNProblem) -> list:
         argv += ["-a", p.algo]
     if p.direction == "fwd":
         argv += ["-c", int(p.inference)]
-    argv += ["-F", _DIRECTION_FLAG[p.direction]]
+    argv += ["-F", DIRECTION_FLAG[p.direction]]
     if p.dropout > 0:
         argv += ["-U", 1, "-P", canon_float(p.dropout)]
     return argv
