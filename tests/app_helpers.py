@@ -84,7 +84,17 @@ def header_text(app: MiotuiApp) -> str:
 
 def pane_lines(app: MiotuiApp) -> list[str]:
     view = app.layers_screen.log_pane.view
-    return ["".join(seg.text for seg in view.render_line(y)).rstrip() for y in range(view.size.height)]
+    rows = view.scrollable_content_region.height          # a horizontal scroll bar covers the last row
+    return ["".join(seg.text for seg in view.render_line(y)).rstrip() for y in range(rows)]
+
+
+def pane_state(app: MiotuiApp) -> str:
+    """What the raw-log pane holds, for a failure message: its position, what it knows
+    and has loaded, and the lines it shows."""
+    v = app.layers_screen.log_pane.view
+    return (f"top {v.top_line}, size {tuple(v.size)}, known {v.known}, marks {v.marks}, "
+            f"pending {v._pending_jump}, blocks {sorted(v._blocks.keys())}, asked {sorted(v._asked)}, "
+            f"lines {pane_lines(app)[:3]}")
 
 
 async def loaded(pilot, app: MiotuiApp, layers: int, timeout: float = 8.0) -> None:

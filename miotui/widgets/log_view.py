@@ -128,7 +128,7 @@ class LogView(ScrollView, can_focus=True):
             self._max_width = 0
         if context is None:
             self.virtual_size = Size(self._gutter() + max([len(t) for _, t in self.kept] + [0]), len(self.kept))
-            self.scroll_to(0, 0, animate=False, immediate=True)
+            self.scroll_to(0, 0, animate=False, immediate=True, force=True)
             self.refresh()
         elif self.marks:
             self._pending_jump = self.marks[0]
@@ -207,13 +207,20 @@ class LogView(ScrollView, can_focus=True):
         """Put ``line`` near the top (a few lines of context above it)."""
         self._pending_jump = None
         self._stick = False
-        above = min(CONTEXT_ABOVE, max(0, (self.size.height - 1) // 3)) if self.size.height else CONTEXT_ABOVE
+        rows = self._rows
+        above = min(CONTEXT_ABOVE, max(0, (rows - 1) // 3)) if rows else CONTEXT_ABOVE
         top = max(0, line - 1 - above)
-        self.scroll_to(y=top, animate=False, immediate=True)
-        if round(self.scroll_y) != top:
-            # just shown: no size yet, so the scroll was clamped; again once laid out
-            self.call_after_refresh(self.scroll_to, y=top, animate=False, immediate=True)
+        self._scroll_to_line_index(top)
         self.refresh()
+
+    def _scroll_to_line_index(self, top: int) -> None:
+        """Put line ``top + 1`` at the top, now.
+
+        ``force``: Textual scrolls a view only once a layout has given it a scroll bar, and
+        the lines that make it scrollable often arrive in the same handler (the first
+        blocks of a file, a tail that outgrew the pane); an unforced scroll was then
+        dropped and the pane stayed on line 1."""
+        self.scroll_to(y=top, animate=False, immediate=True, force=True)
 
     def goto(self, line: int) -> None:
         self._pending_jump = line
@@ -267,13 +274,13 @@ class LogView(ScrollView, can_focus=True):
     def action_toggle_wrap(self) -> None:
         self.wrap = not self.wrap
         if self.wrap:
-            self.scroll_to(x=0, animate=False, immediate=True)
+            self.scroll_to(x=0, animate=False, immediate=True, force=True)
         self.refresh()
         self.post_message(self.StateChanged())
 
     def action_scroll_lines(self, n: int) -> None:
         self._stick = False
-        self.scroll_to(y=max(0, min(self.known - 1, round(self.scroll_y) + n)), animate=False, immediate=True)
+        self._scroll_to_line_index(max(0, min(self.known - 1, round(self.scroll_y) + n)))
 
     def action_file_start(self) -> None:
         self._stick = False
@@ -281,9 +288,15 @@ class LogView(ScrollView, can_focus=True):
 
     def action_file_end(self) -> None:
         self._stick = True
-        top = max(0, self.known - max(1, self.size.height))
+        top = max(0, self.known - max(1, self._rows))
         self._request(max(1, self.known))
-        self.scroll_to(y=top, animate=False, immediate=True)
+        self._scroll_to_line_index(top)
+
+    @property
+    def _rows(self) -> int:
+        """Lines on screen: the height less a horizontal scroll bar (a long line brings
+        one, and it covers the bottom row)."""
+        return self.scrollable_content_region.height
 
     @property
     def top_line(self) -> int:
