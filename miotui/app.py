@@ -145,6 +145,7 @@ class MiotuiApp(App):
         self.polls = 0
         self._frozen_rows = 0
         self._share_told = 0.0
+        self._lines_read = 0       # lines the last poll had read (the raw pane reads on when it grows)
         default_path = self.paths[0] if len(self.paths) == 1 else ""
         self.layers_screen = LayersScreen(self.model, follow=follow, default_path=default_path,
                                           sources=reader_summary(self.reader))
@@ -236,6 +237,10 @@ class MiotuiApp(App):
         had_env, searching = model.job_env is not None, model.startup.totals.searching
         new_rate = model.apply(data)
         screen = self.layers_screen
+        if data.lines != self._lines_read:
+            # the log grew: the raw pane tails it, also when the new lines hold no MIOpen call
+            self._lines_read = data.lines
+            screen.log_grew()
         if data.changed:
             screen.apply_snapshots(data.changed)
             self._freeze_long_lived()

@@ -22,6 +22,7 @@ from app_helpers import (
     loaded,
     log_fixture,
     pane_lines,
+    pane_state,
     plain,
     pool,
     table,
@@ -148,7 +149,8 @@ async def test_the_raw_log_pane_shows_each_sighting_in_context_like_lnav(tmp_pat
         await pilot.press("l")
         await wait_until(pilot, lambda: "sighting 1/2: line 20,001 " in header_text(app), what=lambda: header_text(app))
         await wait_until(pilot, lambda: any("▶" in ln and "20001 │" in ln and "conv -n 7" in ln
-                                            for ln in pane_lines(app)))
+                                            for ln in pane_lines(app)),
+                         what=lambda: pane_state(app))
         assert any("19999 │ step 19999" in ln for ln in pane_lines(app)), "the lines before it"
         assert not any("live tail" in ln for ln in pane_lines(app))
         view = app.layers_screen.log_pane.view
@@ -189,6 +191,28 @@ async def test_a_followed_log_grows_under_the_pane(tmp_path):
             fh.write("".join(f"later {i}\n" for i in range(100)) + conv())
         await wait_until(pilot, lambda: view.known >= 152, what=lambda: f"{view.known} lines known")
         await wait_until(pilot, lambda: any("later 99" in ln for ln in pane_lines(app)), what=lambda: pane_lines(app))
+
+
+async def test_a_short_followed_log_that_outgrows_the_pane_stays_at_its_end(tmp_path):
+    """At the end of a log shorter than the pane, the pane follows it (tail -f), also
+    when the new lines hold no MIOpen call. It stayed on line 1 twice over: it heard of
+    new lines only with a changed layer, and its jump to the end came before Textual had
+    laid the view out with a scroll bar (a view without one refuses to scroll). At 80
+    columns the last line was then hidden under the horizontal scroll bar."""
+    log = tmp_path / "train.log"
+    log.write_text(conv() + "".join(f"noise {i}\n" for i in range(3)))
+    app = app_for([log], follow=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(table(app).model.rows) == 1)
+        await pilot.press("l")
+        view = app.layers_screen.log_pane.view
+        await wait_until(pilot, lambda: view.known >= 4, what=lambda: pane_state(app))
+        view.focus()
+        await pilot.press("end")
+        with open(log, "a") as fh:
+            fh.write("".join(f"later {i}\n" for i in range(100)))
+        await wait_until(pilot, lambda: view.known >= 104, what=lambda: f"{view.known} lines known")
+        await wait_until(pilot, lambda: any("later 99" in ln for ln in pane_lines(app)), what=lambda: pane_state(app))
 
 
 # ---------------------------------------------------------------------- empty state, f, q

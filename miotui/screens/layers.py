@@ -131,10 +131,15 @@ class LayersScreen(Screen):
         if info.new:
             self._refresh_op_tabs()
         if self.log_visible and snapshots:
-            self.log_pane.grew()
             snap = self.table.selected_snapshot
             if snap is not None and any(s.id == snap.id for s in snapshots):
                 self.log_pane.show_layer(snap, self.default_path)
+
+    def log_grew(self) -> None:
+        """The log has more lines: the raw pane, when shown, indexes on (and, at its end,
+        shows them)."""
+        if self.log_visible:
+            self.log_pane.grew()
 
     def set_time_line(self, text: str) -> None:
         """Where the logged GPU time goes (:func:`time_line_text`): shown once the log has
