@@ -219,8 +219,11 @@ class LogView(ScrollView, can_focus=True):
         ``force``: Textual scrolls a view only once a layout has given it a scroll bar, and
         the lines that make it scrollable often arrive in the same handler (the first
         blocks of a file, a tail that outgrew the pane); an unforced scroll was then
-        dropped and the pane stayed on line 1."""
+        dropped and the pane stayed on line 1.  A scroll clamped by a size not yet laid out
+        (the pane just shown) is made again once it is."""
         self.scroll_to(y=top, animate=False, immediate=True, force=True)
+        if round(self.scroll_y) != top:
+            self.call_after_refresh(self.scroll_to, y=top, animate=False, immediate=True, force=True)
 
     def goto(self, line: int) -> None:
         self._pending_jump = line
