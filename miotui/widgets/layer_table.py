@@ -242,7 +242,7 @@ class LayerTable(ScrollView, can_focus=True):
                     if keep_cursor_visible:
                         self._scroll_to_cursor()
                     else:
-                        self.scroll_to(y=max(0, pos - anchor[1]), animate=False, immediate=True)
+                        self.scroll_to(y=max(0, pos - anchor[1]), animate=False, immediate=True, force=True)
         if self.cursor_id != old_cursor:
             self.post_message(self.Highlighted(self, self.cursor_id))
         self.refresh()
@@ -254,9 +254,9 @@ class LayerTable(ScrollView, can_focus=True):
         top = round(self.scroll_y)
         h = self.body_height
         if pos < top:
-            self.scroll_to(y=pos, animate=False, immediate=True)
+            self.scroll_to(y=pos, animate=False, immediate=True, force=True)
         elif pos >= top + h:
-            self.scroll_to(y=pos - h + 1, animate=False, immediate=True)
+            self.scroll_to(y=pos - h + 1, animate=False, immediate=True, force=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
