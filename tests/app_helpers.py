@@ -116,8 +116,6 @@ def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
 
-
-
 def app_for(paths, **kw) -> MiotuiApp:
     kw.setdefault("find_job", False)
     return MiotuiApp([str(p) for p in paths], reader_poll_interval=0.01, poll_interval=0.05, **kw)

@@ -45,8 +45,6 @@ class DriverStats:
     complete: bool = True
 
 
-
-
 @dataclass(frozen=True)
 class OutputLine:
     """A recognised driver output line: its kind, direction/op if any, and values."""

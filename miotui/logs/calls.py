@@ -56,7 +56,6 @@ def with_dtype(block: Problem, other: Problem) -> Problem:
     return dataclasses.replace(block, **changes)
 
 
-
 class CallRouting:
     """``LogScanner``'s call bookkeeping (see the module docstring)."""
 

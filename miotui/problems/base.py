@@ -162,8 +162,6 @@ class ProblemBase:
         return self.flops / moved if moved else 0.0  # type: ignore[attr-defined]
 
 
-
-
 def with_quick_equality(cls: type) -> None:
     """Give ``cls`` an ``__eq__`` that answers the usual questions without comparing every
     field: the same object (a row and the sighting that made it) is equal, and two values

@@ -146,7 +146,6 @@ def conv_geometry_argv(p: ConvProblem) -> list[str]:
             f"--spatial_dim 3").split(" ")
 
 
-
 def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> list[str]:
     argv = [base_for(conv_table.CONV, p.dtype, version=version)] + conv_geometry_argv(p)
     default = default_layout(p.ndim)
