@@ -7,7 +7,7 @@
 * no import cycles among miotui's modules (from the AST: every import, also the ones inside
   functions);
 * no private name (``_x``) imported from another module;
-* no module over 600 lines;
+* no module over 800 lines (a module may be long when it is one idea; split along real seams, not to fit a cap);
 * no path of a developer's machine in the repository.
 """
 
@@ -27,7 +27,7 @@ CORE = ("miotui.problems", "miotui.driver", "miotui.driver.commands", "miotui.dr
         "miotui.logs.sources", "miotui.logs.follow", "miotui.logs.trace", "miotui.logs.levels", "miotui.catalog",
         "miotui.execute.runner", "miotui.execute.backends", "miotui.export", "miotui.decode_output",
         "miotui.decode_cli", "miotui.run_cli", "miotui.safe_text", "miotui.samplegen")
-MAX_LINES = 600
+MAX_LINES = 800
 
 
 def module_name(path: Path) -> str:
