@@ -1,5 +1,5 @@
-"""Command-line entry: the app (``miotui [--follow] FILE|-``, ``miotui --demo``) and the
-headless subcommands (``miotui decode``, ``miotui run``).
+"""Command-line entry: the app (``miotui [--follow] FILE|-``, ``miotui --demo``), recording a
+job (``miotui record``) and the headless subcommands (``miotui decode``, ``miotui run``).
 
 Only argparse is imported at start-up: ``miotui --help`` must answer at once, so every
 subcommand imports what it needs when it runs.
@@ -11,11 +11,14 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-EPILOG = """headless subcommands:
+EPILOG = """recording a job:
+  miotui record [--level layers|time|first-iteration|full] [-o FILE] -- CMD ARGS...
+                                 start CMD with MIOpen's logging on, record and watch it live
+headless subcommands:
   miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
   miotui run "conv -n 64 -c 3 -H 224 ..." [--backend ...]  run and verify one layer
   miotui run --log FILE --layer K                          run the K-th layer of a log
-(see `miotui decode --help`, `miotui run --help`)"""
+(see `miotui record --help`, `miotui decode --help`, `miotui run --help`)"""
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -61,6 +64,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return decode_main(args[1:])
     if args and args[0] == "run":
         return run_cli_main(args[1:])
+    if args and args[0] == "record":
+        from miotui.record_cli import record_main
+        return record_main(args[1:])
     ns = _app_parser().parse_args(args)
     if not ns.paths and not ns.demo and not ns.check_config:
         if sys.stdin is None or sys.stdin.closed:

@@ -129,10 +129,13 @@ class ExitGuard:
 
     SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
-    def __init__(self, app: Any, replay: Any, terminal: _Terminal) -> None:
+    def __init__(self, app: Any, replay: Any, terminal: _Terminal, job: Any = None) -> None:
         self.app = app
         self.replay = replay
         self.terminal = terminal
+        #: a recorded job (``miotui record``): stopped with the app (``job.stop``), killed at once
+        #: when the app has to be left without waiting (``job.kill_now``)
+        self.job = job
         self._read, write = os.pipe()
         os.set_blocking(write, False)
         self._write = write
@@ -169,6 +172,8 @@ class ExitGuard:
             deadline = time.monotonic() + EXIT_GRACE_S
             if self.replay is not None:
                 threading.Thread(target=self.replay.cleanup, name="miotui-demo-stop", daemon=True).start()
+            if self.job is not None:
+                threading.Thread(target=self.job.stop, args=(fired,), name="miotui-job-stop", daemon=True).start()
             threading.Thread(target=self._request_exit, args=(128 + fired,), name="miotui-exit",
                              daemon=True).start()
 
@@ -179,6 +184,11 @@ class ExitGuard:
             pass
 
     def _leave(self, code: int) -> None:
+        try:
+            if self.job is not None:
+                self.job.kill_now()
+        except Exception:
+            pass
         try:
             if self.replay is not None:
                 self.replay.stop(0.1)
@@ -217,14 +227,25 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
         replay = DemoReplay()          # started once the signals are handled (below)
         paths, follow = [replay.path], True
     from miotui.app import MiotuiApp
-    from miotui.config import load_theme, settings_path
-    keymap, problems = config_report()
     app = MiotuiApp(paths, follow=follow, pid=pid, stdin_fd=stdin_fd, demo=replay, driver_path=driver,
-                    launcher=launcher_argv, theme=load_theme(), settings_file=settings_path(),
-                    config_problems=problems)
+                    launcher=launcher_argv, **app_settings())
+    return run_app(app, replay=replay)
+
+
+def app_settings() -> dict[str, Any]:
+    """The app's remembered theme, settings file and keymap problems (keyword arguments)."""
+    from miotui.config import load_theme, settings_path
+    _keymap, problems = config_report()
+    return {"theme": load_theme(), "settings_file": settings_path(), "config_problems": problems}
+
+
+def run_app(app: Any, *, replay: Any = None, job: Any = None) -> int:
+    """Run ``app`` with the user's keymap, ended by SIGHUP/SIGTERM (with the demo's writer
+    or the recorded ``job``); returns the app's exit status."""
+    keymap, _problems = config_report()
     if keymap.keys:
         app.set_keymap(keymap.keys)
-    ExitGuard(app, replay, _Terminal()).install()
+    ExitGuard(app, replay, _Terminal(), job).install()
     if replay is not None:
         replay.start()
     try:
