@@ -55,11 +55,12 @@ class RecordApp(MiotuiApp):
     def pull_job(self) -> None:
         """Take the job's new lines, notes and state (memory only)."""
         job = self.job
+        if not self.pane.is_mounted:
+            return           # the lines wait in the recorder until the pane can show them
         lines, _count = job.take_lines()
-        if self.pane.is_mounted:
-            if lines:
-                self.pane.add_lines(lines)
-            self.pane.set_title(self._title())
+        if lines:
+            self.pane.add_lines(lines)
+        self.pane.set_title(self._title())
         for note in job.take_notes():
             self.notify(note.text, title="job", severity=note.severity, timeout=8)
         if job.finished.is_set() and not self.told_end:

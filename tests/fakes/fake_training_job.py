@@ -10,7 +10,9 @@ batch size ``-n``, ``seq`` on stdout).  Options (all optional):
 --env-file PATH      write the environment it got there, as JSON
 --exit N             exit status
 --wait-signal PATH   after the steps, wait for signals; write each one's name to PATH;
-                     SIGINT: print ``interrupted`` and exit 130 (as Python does)
+                     SIGINT: print ``interrupted`` and exit 130 (as Python does);
+                     SIGTERM and SIGHUP: noted, then it exits 143 or 129
+--keep-on-signals    with --wait-signal: note every signal and go on (only SIGKILL ends it)
 --ignore-term        ignore SIGTERM (only SIGKILL ends it)
 --fork-child S       fork a child that prints 3 more Command lines S seconds after the
                      parent exited (a job that forks and exits)
@@ -42,6 +44,7 @@ def main():
     p.add_argument("--exit", type=int, default=0)
     p.add_argument("--wait-signal")
     p.add_argument("--ignore-term", action="store_true")
+    p.add_argument("--keep-on-signals", action="store_true")
     p.add_argument("--fork-child", type=float)
     p.add_argument("--mbps", type=float)
     p.add_argument("--seconds", type=float, default=1.0)
@@ -98,9 +101,10 @@ def main():
         def got(signum, frame):
             with open(a.wait_signal, "a") as fh:
                 fh.write(signal.Signals(signum).name + "\n")
-            if signum == signal.SIGINT:
-                print("interrupted", flush=True)
-                sys.exit(130)
+            if a.keep_on_signals:
+                return
+            print("interrupted" if signum == signal.SIGINT else "ended", flush=True)
+            sys.exit(128 + signum)
         signal.signal(signal.SIGINT, got)
         signal.signal(signal.SIGHUP, got)
         if not a.ignore_term:
