@@ -16,6 +16,7 @@ from textual.binding import Binding
 
 from miotui.app import MiotuiApp
 from miotui.record_job import RecordedJob
+from miotui.screens.info import binding_rows
 from miotui.widgets.job_pane import JobPane
 
 #: seconds between looks at the job's new lines and state
@@ -74,6 +75,10 @@ class RecordApp(MiotuiApp):
         text = job.interrupt() if not job.interrupts else job.stop()
         self.notify(text, title="job", severity="warning", timeout=8)
         self.pull_job()
+
+    def help_rows(self) -> list[tuple[str, str, str, str]]:
+        """``?`` lists the recording keys too."""
+        return binding_rows([("recording", RecordApp.BINDINGS)], dict(self._keymap)) + super().help_rows()
 
     def action_toggle_job_pane(self) -> None:
         self.pane.toggle_class("hidden")

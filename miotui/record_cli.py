@@ -15,6 +15,7 @@ import argparse
 import os
 import signal
 import sys
+import textwrap
 import time
 from typing import Optional, Sequence
 
@@ -24,18 +25,19 @@ TRACE_UNAVAILABLE = ("--trace is not available yet: this miotui cannot read PyTo
                      "support has not landed); record without --trace")
 
 EPILOG = "levels (each adds to the one before; the cost is the job's, in log lines and time):\n" + "\n".join(
-    f"  {name:16} {text}" for name, text in LEVEL_HELP.items()) + """
+    textwrap.fill(text, 100, initial_indent=f"  {name:17}", subsequent_indent=" " * 19)
+    for name, text in LEVEL_HELP.items()) + """
 
 The variables you already set are kept (and reported); the level only adds what is missing.
 On an NVIDIA machine (--vendor nvidia, or auto: the NVIDIA driver is loaded and torch, if installed,
 reports CUDA) cuDNN's switches are set instead: CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr.
-""" + CUDNN_NOT_DECODED + """.
+""" + textwrap.fill(CUDNN_NOT_DECODED + ".", 100) + """
 
 The job's stdout and stderr go, in the order it wrote them, to the log file. Its own lines (not
 MIOpen's or cuDNN's) show in the app's job pane, or pass through to miotui's stderr with --headless
 (stdout then holds only the decode). Ctrl-C: the first is sent to the job (SIGINT), a second stops it
 (SIGTERM, then SIGKILL after --grace seconds); closing the terminal ends both. The job runs in a
-process group of its own and reads nothing from the terminal.
+process group of its own and reads nothing from the terminal (--headless passes a piped stdin on).
 
 Jobs started by torchrun, mpirun, mpiexec, srun, deepspeed or accelerate get one log per Python rank:
 FILE.rankN.log beside the main log (which keeps the launcher's own output); the app follows them all.

@@ -213,7 +213,8 @@ class RecordedJob:
         self.returncode = rc
         self.ended = time.monotonic()
         self._exited.set()
-        self._note(f"The job {describe_exit(rc)}.", "information" if rc == 0 else "warning", "exit")
+        self._note(f"The job {'was ' if rc < 0 else ''}{describe_exit(rc)}.", "information" if rc == 0 else "warning",
+                   "exit")
         self._maybe_finished()
 
     def _pump(self) -> None:

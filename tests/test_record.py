@@ -283,3 +283,27 @@ def test_several_ranks_get_a_log_each_and_are_decoded_together(tmp_path):
     assert "rank 2 says 3" in main and "rank 2 says 3" in r.stderr, "a rank's own lines are still seen"
     layers = json.loads(r.stdout)["layers"]
     assert sorted((layer["problem"]["n"], layer["executions"]) for layer in layers) == [(1, 4), (2, 4), (3, 4)]
+
+
+def test_help_says_what_each_level_costs_and_that_cudnn_is_not_decoded_yet():
+    r = subprocess.run([sys.executable, "-m", "miotui", "record", "--help"], capture_output=True, text=True,
+                       env=clean_env(), timeout=60)
+    text = " ".join(r.stdout.split())
+    for level, cost in (("layers", "the cheapest"), ("time", "a few more lines a call"),
+                        ("first-iteration", "many lines while the first iteration compiles"),
+                        ("full", "the largest log and the slowest job")):
+        assert f"{level} " in text and cost in text
+    assert "cuDNN logs are recorded, but this miotui decodes MIOpen logs only" in text
+
+
+def test_the_vendor_is_found_from_the_devices_and_torch(tmp_path):
+    from miotui.record_env import detect_vendor
+    assert detect_vendor({}, root=str(tmp_path)) == ("amd", "no NVIDIA driver")
+    (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (tmp_path / "proc" / "driver" / "nvidia" / "version").write_text("NVRM 560\n")
+    import torch
+    expected = "nvidia" if torch.version.cuda and torch.cuda.is_available() else "amd"
+    assert detect_vendor({}, root=str(tmp_path))[0] == expected
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "kfd").write_text("")
+    assert detect_vendor({}, root=str(tmp_path)) == ("amd", "/dev/kfd: an AMD GPU")

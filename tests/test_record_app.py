@@ -65,6 +65,7 @@ async def test_the_app_follows_the_job_shows_its_lines_forwards_ctrl_c_and_stays
             assert app.is_running
             await pilot.press("o")
             assert not app.pane.display, "o hides the pane"
+            assert ("recording", "ctrl+c", "Interrupt job", "record.interrupt") in app.help_rows()
     finally:
         job.close()
     assert job.exit_code == 130
@@ -104,4 +105,5 @@ def test_closing_the_terminal_ends_the_app_and_the_job(tmp_path):
     while group_members(pgid) and time.monotonic() < end:
         time.sleep(0.05)
     assert group_members(pgid) == [], "no process of the job outlives the terminal"
-    assert (tmp_path / "sig.txt").read_text().splitlines()[0] == "SIGHUP"
+    sig = tmp_path / "sig.txt"
+    assert sig.exists() and sig.read_text().splitlines()[0] == "SIGHUP", (tmp_path / "x.log").read_text()[-300:]

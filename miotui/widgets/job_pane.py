@@ -3,8 +3,9 @@
 What it shows is what the job printed that is not MIOpen's or cuDNN's (the table shows
 those): its stdout and the other lines of its stderr, the last ``PANE_KEPT`` of them, each
 made visible (:func:`miotui.safe_text.visible`: a job's line cannot drive the terminal);
-a line redrawn with carriage returns (a progress bar) shows its last state, as a terminal
-would.  Its title says how the job is doing, how it ended, and what Ctrl-C does now.
+a long line wraps (the pane is narrow); a line redrawn with carriage returns (a progress
+bar) shows its last state, as a terminal would.  Its title says how the job is doing, how
+it ended, and what Ctrl-C does now.
 The app feeds it (:meth:`JobPane.add_lines`, :meth:`JobPane.set_title`); it reads nothing.
 """
 
@@ -53,7 +54,7 @@ class JobPane(Vertical):
         self.lines_shown = 0
 
     def compose(self) -> ComposeResult:
-        yield RichLog(max_lines=PANE_LINES, wrap=False, markup=False, highlight=False, id="job-output")
+        yield RichLog(max_lines=PANE_LINES, wrap=True, min_width=20, markup=False, highlight=False, id="job-output")
 
     def on_mount(self) -> None:
         self.add_lines(self._first)
