@@ -31,15 +31,20 @@ class RecordApp(MiotuiApp):
         Binding("o", "toggle_job_pane", "Job output", id="record.output"),
     ]
 
-    def __init__(self, job: RecordedJob, paths: list[str], report: Sequence[str] = (), **kw: Any) -> None:
+    def __init__(self, job: RecordedJob, paths: list[str], report: Sequence[str] = (), warning: str = "",
+                 **kw: Any) -> None:
         super().__init__(paths, follow=True, pid=job.pid, find_job=False, **kw)
         self.job = job
         self.report = list(report)
+        #: said at start and kept on screen a while (a cuDNN log: recorded, not decoded)
+        self.warning = warning
         self.told_end = False
         self.pane = JobPane(self._title(), self.report, id="job-pane")
 
     def on_mount(self) -> None:
         self.call_after_refresh(self._add_pane)
+        if self.warning:
+            self.notify(self.warning, title="recording", severity="warning", timeout=30)
         self.set_interval(PANE_POLL_S, self.pull_job)
 
     def _add_pane(self) -> None:

@@ -176,7 +176,7 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
     paths = [path] + ([plan.follow_glob] if plan.split else [])
     if ns.headless:
         return _headless(job, ns.format, report, plan, vendor)
-    return _live(job, paths, report)
+    return _live(job, paths, report, CUDNN_NOT_DECODED if vendor == "nvidia" else "")
 
 
 def _is_tty(fd: int) -> bool:
@@ -242,10 +242,10 @@ def _print_decode(paths: list[str], fmt: str) -> int:
     return write_stdout(lambda out: render_to(out, catalog, fmt, version), "miotui record")
 
 
-def _live(job, paths: list[str], report: list[str]) -> int:
+def _live(job, paths: list[str], report: list[str], warning: str) -> int:
     from miotui.launch import app_settings, run_app
     from miotui.record_app import RecordApp
-    app = RecordApp(job, paths, report, **app_settings())
+    app = RecordApp(job, paths, report, warning, **app_settings())
     try:
         run_app(app, job=job)
     finally:
