@@ -23,6 +23,16 @@ from miotui.widgets.job_pane import JobPane
 PANE_POLL_S = 0.2
 
 
+def empty_record_text(lines: int, warning: str, finished: bool) -> str:
+    """Why the table of a recorded job is empty (``warning``: a cuDNN log, not decoded)."""
+    head = f"No MIOpen layer in {lines:,} lines the job has written" + ("." if finished else " yet.")
+    if warning:
+        return f"{head}\n\n{warning}."
+    return (f"{head}\n\nThe job runs with MIOpen's logging switched on (the variables are the job pane's first "
+            "lines): each layer shows here when the job first calls MIOpen for it. A job that runs no "
+            "MIOpen call (CPU only, or another library) logs none.")
+
+
 class RecordApp(MiotuiApp):
     """The app following the log of a job it started."""
 
@@ -46,6 +56,13 @@ class RecordApp(MiotuiApp):
         if self.warning:
             self.notify(self.warning, title="recording", severity="warning", timeout=30)
         self.set_interval(PANE_POLL_S, self.pull_job)
+
+    def _update_empty_state(self, data: Any) -> None:
+        """An empty table while recording: not the generic "set MIOPEN_ENABLE_LOGGING_CMD"
+        (record set it), but what the job runs with and why no layer may have come yet."""
+        super()._update_empty_state(data)
+        if not self.model.layers and data.lines:
+            self.layers_screen.set_empty_state(empty_record_text(data.lines, self.warning, self.job.finished.is_set()))
 
     def _add_pane(self) -> None:
         if not self.pane.is_mounted:

@@ -107,3 +107,18 @@ def test_closing_the_terminal_ends_the_app_and_the_job(tmp_path):
     assert group_members(pgid) == [], "no process of the job outlives the terminal"
     sig = tmp_path / "sig.txt"
     assert sig.exists() and sig.read_text().splitlines()[0] == "SIGHUP", (tmp_path / "x.log").read_text()[-300:]
+
+
+async def test_an_empty_table_says_what_the_recorded_job_runs_with_not_what_to_set(tmp_path):
+    job = started_job(tmp_path, "--steps", "0", "--wait-signal", str(tmp_path / "sig.txt"))
+    app = RecordApp(job, [job.log_path], poll_interval=0.05, reader_poll_interval=0.02)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            empty = app.layers_screen.query_one("#empty")
+            await wait_until(pilot, lambda: "lines the job has written yet" in str(empty.render()),
+                             what=lambda: str(empty.render()))
+            text = str(empty.render())
+            assert "The job runs with MIOpen's logging switched on" in text
+            assert "Start the job with" not in text, "record set the variables: the generic hint is wrong here"
+    finally:
+        job.close()
