@@ -171,6 +171,10 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
         job.start(log_fd)
     except OSError as e:
         os.close(log_fd)
+        try:
+            os.unlink(path)          # made for this job, still empty: no log of a job that never ran
+        except OSError:
+            pass
         print(f"miotui record: cannot start {visible(command[0])}: {e.strerror or e}", file=sys.stderr)
         return 127 if isinstance(e, FileNotFoundError) else 126
     paths = [path] + ([plan.follow_glob] if plan.split else [])
@@ -249,6 +253,8 @@ def _live(job, paths: list[str], report: list[str], warning: str) -> int:
     try:
         run_app(app, job=job)
     finally:
+        if job.returncode is None:
+            _say(f"the job is still running: stopping it (SIGTERM, then SIGKILL after {job.grace_s:g} s)…")
         said = job.close()
     for text in said:
         _say(text)

@@ -140,8 +140,9 @@ def test_the_default_name_is_never_one_already_there(tmp_path, monkeypatch):
 
 
 def test_a_program_that_does_not_exist_is_said_with_the_shells_status(tmp_path):
-    r = record(tmp_path, "--headless", "-o", "x.log", "--", str(tmp_path / "no-such-program"))
+    r = record(tmp_path, "--headless", "--", str(tmp_path / "no-such-program"))
     assert r.returncode == 127 and "cannot start" in r.stderr
+    assert not list(tmp_path.glob("*.log")), "no empty log is left of a job that never ran"
 
 
 def test_the_command_is_what_follows_the_double_dash():
