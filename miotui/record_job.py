@@ -12,6 +12,10 @@ job started (DataLoader workers, a launcher's ranks), and none may outlive miotu
 group is not the terminal's foreground group, so the terminal's Ctrl-C reaches miotui
 only, and miotui decides what the job gets: the first Ctrl-C is the job's SIGINT, a second
 stops it (SIGTERM, then SIGKILL ``grace_s`` later), closing the terminal (SIGHUP) ends it.
+A process that left the group (torchrun starts each worker in a session of its own) is
+still the job's: every process of the job inherits ``MIOTUI_RECORD_JOB=<this job's tag>``,
+and stopping the job, or miotui's end, reaches those too.  Ctrl-C goes to the group only,
+as a terminal's would (the launcher passes it on to its workers its own way).
 
 Why recording goes on after the job's main process exits: a process it started may still
 write to the pipe (a job that forks and exits); the log is complete when the pipe's last
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -42,6 +47,9 @@ PANE_KEPT = 2_000
 MAX_PARTIAL = 1 << 16
 #: seconds between SIGTERM and SIGKILL when the job is stopped
 GRACE_S = 5.0
+#: the variable every process of the job inherits (its value is one job's own): how a process
+#: that left the job's process group (a torchrun worker starts a session of its own) is still found
+TAG_VARIABLE = "MIOTUI_RECORD_JOB"
 
 #: a line of the library's log (hidden from the pane: the table shows it), decided on one line's
 #: text: MIOpen's prefix anywhere (other tools' text may come first) or a cuDNN record mark
@@ -92,20 +100,26 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group ``pgid`` (from /proc; where there
-    is none, the group id itself while the group exists)."""
+def group_members(pgid: Optional[int], tag: str = "") -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``, and with ``tag`` also those
+    whose environment holds ``MIOTUI_RECORD_JOB=<tag>`` wherever they are (from /proc; where
+    there is none, the group id itself while the group exists)."""
     try:
         names = os.listdir("/proc")
     except OSError:
         try:
+            if pgid is None:
+                return []
             os.killpg(pgid, 0)
             return [pgid]
         except OSError:
             return []
     found = []
+    group = str(pgid).encode() if pgid else b"-"       # None (or 0, the kernel's): no group
+    mark = f"{TAG_VARIABLE}={tag}".encode() if tag else b""
+    me = os.getpid()
     for name in names:
-        if not name.isdigit():
+        if not name.isdigit() or int(name) == me:
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as fh:
@@ -113,9 +127,19 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and fields[0] != b"Z" and fields[2] == str(pgid).encode():
+        if len(fields) < 3 or fields[0] == b"Z":
+            continue
+        if fields[2] == group or (mark and _has_tag(name, mark)):
             found.append(int(name))
     return found
+
+
+def _has_tag(pid: str, mark: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return mark in fh.read().split(b"\0")
+    except OSError:        # another user's process, or gone
+        return False
 
 
 class RecordedJob:
@@ -137,6 +161,7 @@ class RecordedJob:
         self.cwd = cwd
         self.proc: Optional[subprocess.Popen] = None
         self.pid = 0
+        self.tag = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.returncode: Optional[int] = None
         self.bytes = 0
         self.started = 0.0
@@ -161,6 +186,7 @@ class RecordedJob:
         output is appended to it).  Raises OSError when the program cannot be started."""
         self._log_fd = log_fd
         read_fd, write_fd = os.pipe()
+        self.env = dict(self.env, **{TAG_VARIABLE: self.tag})
         try:
             # a process group of its own (``process_group`` is Python 3.11's; setpgid before that)
             group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
@@ -310,26 +336,44 @@ class RecordedJob:
 
     # ------------------------------------------------------------------ signals
 
-    def _signal(self, sig: int) -> bool:
+    def members(self) -> list[int]:
+        """The job's live processes: its process group, and those that left it (tagged)."""
+        return group_members(self.pid, self.tag) if self.pid else []
+
+    def _signal(self, sig: int, everyone: bool = True) -> bool:
+        """``sig`` to the job's process group and (``everyone``) to each of its processes
+        that left the group; True when any process got it."""
+        sent = False
         try:
             os.killpg(self.pid, sig)
-            return True
+            sent = True
         except (ProcessLookupError, PermissionError):
-            return False
+            pass
+        if everyone:
+            for pid in group_members(None, self.tag):
+                try:
+                    if os.getpgid(pid) != self.pid:       # the group had it already
+                        os.kill(pid, sig)
+                        sent = True
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return sent
 
     def interrupt(self) -> str:
-        """The first Ctrl-C: SIGINT to the job's process group; what to tell the user."""
-        if self.returncode is not None and not group_members(self.pid):
+        """The first Ctrl-C: SIGINT to the job's process group, as a terminal's Ctrl-C goes to
+        its foreground group (a launcher passes it on to ranks in sessions of their own);
+        what to tell the user."""
+        if self.returncode is not None and not self.members():
             return "The job has ended: nothing to interrupt."
         self.interrupts += 1
-        self._signal(signal.SIGINT)
+        self._signal(signal.SIGINT, everyone=False)
         return f"Sent SIGINT to the job (process group {self.pid}); Ctrl-C again stops it (SIGTERM, then SIGKILL " \
                f"after {self.grace_s:g} s)."
 
     def stop(self, first: int = signal.SIGTERM) -> str:
         """Stop the job: ``first`` (SIGTERM; SIGHUP when the terminal closed, then SIGTERM) to
         the group at once, SIGKILL ``grace_s`` later to whatever is left of it."""
-        if not group_members(self.pid):
+        if not self.members():
             return "The job has ended: nothing to stop."
         if self.stopping:
             return "Already stopping the job."
@@ -346,7 +390,7 @@ class RecordedJob:
     def _kill_later(self) -> None:
         deadline = time.monotonic() + self.grace_s
         while time.monotonic() < deadline:
-            if not group_members(self.pid):
+            if not self.members():
                 return
             time.sleep(0.05)
         if self._signal(signal.SIGKILL):
@@ -360,14 +404,14 @@ class RecordedJob:
         """At miotui's end: stop what is left of the group (SIGTERM, then SIGKILL after the
         grace), wait for the log's last bytes, close it.  Returns what was done, in words."""
         said = []
-        left = group_members(self.pid) if self.pid else []
+        left = self.members()
         if left:
             said.append(f"{len(left)} process(es) of the job were still running at miotui's end: stopped them "
                         f"(SIGTERM, SIGKILL after {self.grace_s:g} s).")
             self.stopping = False
             self.stop()
             deadline = time.monotonic() + self.grace_s + 1.0
-            while group_members(self.pid) and time.monotonic() < deadline:
+            while self.members() and time.monotonic() < deadline:
                 time.sleep(0.05)
         if self.proc is not None:
             try:

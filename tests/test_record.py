@@ -192,6 +192,23 @@ def test_closing_the_terminal_or_sigterm_ends_the_job_and_miotui_and_leaves_no_p
     assert group_members(pgid) == []
 
 
+def test_a_process_that_left_the_jobs_group_is_stopped_with_it(tmp_path):
+    """torchrun starts each worker in a session of its own: the job's process group does not
+    hold them, but stopping the job must (else they hold the log open and outlive miotui)."""
+    p = start_record(tmp_path, "--headless", "--vendor", "amd", "--grace", "0.5", "-o", "x.log", "--",
+                     sys.executable, FAKE_JOB, "--steps", "0", "--session-child", "child.txt",
+                     "--wait-signal", "sig.txt", "--pidfile", "pid.txt")
+    wait_for(lambda: log_says(tmp_path / "x.log", "waiting for a signal") and log_says(tmp_path / "child.txt", ""),
+             what="the job and its child")
+    child = int((tmp_path / "child.txt").read_text())
+    pid, pgid = map(int, (tmp_path / "pid.txt").read_text().split())
+    assert os.getpgid(child) != pgid
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split(") ")[1][0] == "Z"
+
+
 def test_a_job_that_forks_and_exits_is_recorded_to_its_childs_last_line_and_leaves_no_process(tmp_path):
     r = record(tmp_path, "--headless", "--format", "json", "--vendor", "amd", "-o", "x.log", "--",
                sys.executable, FAKE_JOB, "--steps", "1", "--fork-child", "0.5", "--exit", "4", "--pidfile", "pid.txt")

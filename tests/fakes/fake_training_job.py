@@ -19,6 +19,8 @@ batch size ``-n``, ``seq`` on stdout).  Options (all optional):
 --mbps R --seconds S write Command lines at R MB/s for S seconds to stderr, each numbered
 --rank-lines N       print N Command lines whose batch size is RANK+1 (a rank of a launcher)
 --pidfile PATH       write its pid and process group there
+--session-child PATH start a child in a session of its own (as torchrun starts its workers),
+                     which keeps the output open, sleeps, and writes its pid to PATH
 """
 
 import argparse
@@ -50,6 +52,7 @@ def main():
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--rank-lines", type=int)
     p.add_argument("--pidfile")
+    p.add_argument("--session-child")
     a = p.parse_args()
     if a.pidfile:
         with open(a.pidfile, "w") as fh:
@@ -97,6 +100,10 @@ def main():
             print("child done", flush=True)
             os._exit(0)
         print("parent exits", flush=True)
+    if a.session_child:
+        import subprocess
+        code = f"import os, time; open({a.session_child!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+        subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     if a.wait_signal:
         def got(signum, frame):
             with open(a.wait_signal, "a") as fh:
