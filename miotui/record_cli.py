@@ -163,6 +163,8 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
     if vendor == "amd" and ns.level != "layers":
         report.insert(1, f"level {ns.level}: {LEVEL_HELP[ns.level]}")
     if vendor == "nvidia":
+        if ns.level != "layers":
+            report.append(f"--level {ns.level} is MIOpen's: cuDNN logs every call at CUDNN_LOGLEVEL_DBG=3")
         report.append(CUDNN_NOT_DECODED)
     stdin = 0 if ns.headless and not _is_tty(0) else None
     job = RecordedJob(command, setup.env, path, passthrough=2 if ns.headless else None, grace_s=ns.grace,
