@@ -58,8 +58,6 @@ _LIBRARY_LINE = re.compile(LIBRARY_RE.encode())
 #: the cuDNN record marks (``I!`` headers, ``i!`` fields) at a line's start
 _CUDNN_MARKS = (b"I! ", b"i! ", b"W! ", b"w! ", b"E! ", b"e! ")
 
-State = Literal["running", "exited", "finished"]
-
 
 def is_library_line(line: bytes) -> bool:
     """A line MIOpen or cuDNN wrote (the table shows it; the pane and the terminal do not)."""
@@ -164,8 +162,6 @@ class RecordedJob:
         self.tag = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.returncode: Optional[int] = None
         self.bytes = 0
-        self.started = 0.0
-        self.ended = 0.0
         self.finished = threading.Event()
         self.interrupts = 0
         self.stopping = False
@@ -200,17 +196,10 @@ class RecordedJob:
             os.close(write_fd)
         self._read_fd = read_fd
         self.pid = self.proc.pid
-        self.started = time.monotonic()
         for target, name in ((self._pump, "miotui-record-pump"), (self._wait, "miotui-record-wait")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
-
-    @property
-    def state(self) -> State:
-        if self.finished.is_set():
-            return "finished"
-        return "exited" if self._exited.is_set() else "running"
 
     @property
     def exit_code(self) -> Optional[int]:
@@ -228,7 +217,7 @@ class RecordedJob:
             return text
         text = f"job {self.pid} {describe_exit(self.returncode)}"
         if not self._output_closed.is_set():
-            text += "; a process it started still writes to the log"
+            text += "; a process it started still has its output open (recording goes on)"
         return text
 
     # ------------------------------------------------------------------ threads
@@ -237,7 +226,6 @@ class RecordedJob:
         assert self.proc is not None
         rc = self.proc.wait()
         self.returncode = rc
-        self.ended = time.monotonic()
         self._exited.set()
         self._note(f"The job {'was ' if rc < 0 else ''}{describe_exit(rc)}.", "information" if rc == 0 else "warning",
                    "exit")
