@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
+from miotui.output_file import open_output
+
 #: The largest config file read (a keymap is a few hundred bytes).
 MAX_CONFIG_BYTES = 64 * 1024
 
@@ -155,7 +157,7 @@ def save_theme(theme: str, path: Optional[str] = None) -> str:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open_output(tmp) as fh:     # never through a link planted at the temporary name
             fh.write("# written by miotui: the settings it remembers\n")
             fh.write(f"theme = {json.dumps(theme)}\n")      # a JSON string is a TOML basic string
         os.replace(tmp, path)
