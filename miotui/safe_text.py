@@ -25,6 +25,7 @@ This module knows nothing of Rich or Textual markup: the UI shows untrusted text
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 _CONTROL_PICTURE_BASE = 0x2400
@@ -33,39 +34,43 @@ _CONTROL_PICTURE_BASE = 0x2400
 #: the text around them) and the line/paragraph separators
 _INVISIBLE_CATEGORIES = frozenset(("Cf", "Zl", "Zp"))
 #: the planes that hold any such character (the BMP, the SMP's few format controls, and
-#: plane 14's tags); scanning them costs about 10 ms once, and follows the running
-#: Python's Unicode version instead of a list that ages
+#: plane 14's tags); scanned once, the first time text that is not ASCII is shown (about
+#: 10 ms), so the marks follow the running Python's Unicode version, not a list that ages
 _PLANES = (range(0x0000, 0x20000), range(0xE0000, 0xE1000))
 #: unassigned code points of the tag block and the bidi/invisible ranges, marked anyway
 #: (a newer terminal may give them a meaning this Python does not know yet)
 _ALWAYS = (range(0xE0000, 0xE0080), range(0x2060, 0x2070), range(0x200B, 0x2010), range(0x202A, 0x202F))
 
 
-def _invisible() -> list[int]:
+@functools.lru_cache(maxsize=1)
+def _invisible() -> tuple[int, ...]:
     found = {i for plane in _PLANES for i in plane if unicodedata.category(chr(i)) in _INVISIBLE_CATEGORIES}
     found.update(i for r in _ALWAYS for i in r)
-    return sorted(found)
+    return tuple(sorted(found))
 
 
-_INVISIBLE = _invisible()
-
-
-def _table(keep_newlines: bool) -> dict[int, str]:
+def _ascii_table(keep_newlines: bool) -> dict[int, str]:
     table: dict[int, str] = {i: chr(_CONTROL_PICTURE_BASE + i) for i in range(32) if i != 9}
     if keep_newlines:
         del table[10]
     table[0x7F] = "\u2421"
+    return table
+
+
+@functools.lru_cache(maxsize=2)
+def _full_table(keep_newlines: bool) -> dict[int, str]:
+    table = _ascii_table(keep_newlines)
     for i in range(0x80, 0xA0):
         table[i] = f"\\x{i:02x}"
-    for i in _INVISIBLE:
+    for i in _invisible():
         table[i] = f"<U+{i:04X}>"
     for i in range(0xD800, 0xE000):   # lone surrogates cannot even be encoded for output
         table[i] = f"\\u{i:04x}"
     return table
 
 
-_ONE_LINE = _table(keep_newlines=False)
-_MULTI_LINE = _table(keep_newlines=True)
+#: for ASCII text (nearly every log line): only C0 and DEL can occur
+_ASCII = {False: _ascii_table(False), True: _ascii_table(True)}
 
 
 def visible(text: str, *, newlines: bool = False, tabsize: int = 0) -> str:
@@ -74,7 +79,7 @@ def visible(text: str, *, newlines: bool = False, tabsize: int = 0) -> str:
     tabs (a tab is kept otherwise: it moves the cursor but cannot drive the terminal)."""
     if tabsize:
         text = text.expandtabs(tabsize)
-    return text.translate(_MULTI_LINE if newlines else _ONE_LINE)
+    return text.translate(_ASCII[bool(newlines)] if text.isascii() else _full_table(bool(newlines)))
 
 
 def is_visible(text: str, *, newlines: bool = False) -> bool:
