@@ -29,6 +29,14 @@ def test_names_no_key_produces_are_rejected(key):
     assert not is_key_name(key)
 
 
+def test_every_default_key_of_the_app_is_a_key_name():
+    """The check knows every name the app's own bindings use (else a user copying a
+    default into the keymap would be told it is wrong)."""
+    from miotui.app import binding_groups
+    names = {k.strip() for _, bindings in binding_groups() for b in bindings for k in b.key.split(",")}
+    assert names and [k for k in sorted(names) if not is_key_name(k)] == []
+
+
 def write_keymap(tmp_path: Path) -> Path:
     km = tmp_path / "keymap.toml"
     km.write_text('"layers.run" = "ctlr+r"\n"app.export" = "E,f99"\n"layers.open" = "enter"\n')
