@@ -227,12 +227,20 @@ def _blank(value: Optional[float]) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
+#: what may stand before a formula a spreadsheet still runs: whitespace (tabs, newlines and
+#: spaces of any width, which ``visible`` keeps) and the marks ``visible`` puts where a
+#: control character was (``\\x1b=`` becomes ``␛=``)
+_FORMULA_LEAD = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "".join(
+    chr(0x2400 + i) for i in range(0x22))
+
+
 def _cell(text: str) -> str:
-    """Log text in a CSV cell: control characters made visible, and a leading ``=``, ``+``,
-    ``-`` or ``@`` quoted with ``'`` so a spreadsheet reads it as text, not a formula (a
-    hostile log could name a solver ``=HYPERLINK(...)``)."""
+    """Log text in a CSV cell: control characters made visible, and a cell whose first
+    character past any whitespace or control is ``=``, ``+``, ``-`` or ``@`` quoted with
+    ``'`` so a spreadsheet reads it as text, not a formula (a hostile log could name a
+    solver ``=HYPERLINK(...)``, or ``\\t=HYPERLINK(...)``: spreadsheets skip the tab)."""
     text = visible(text, newlines=True)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    return "'" + text if text.lstrip(_FORMULA_LEAD)[:1] in ("=", "+", "-", "@") else text
 
 
 def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> str:
