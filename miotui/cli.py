@@ -15,7 +15,9 @@ EPILOG = """headless subcommands:
   miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
   miotui run "conv -n 64 -c 3 -H 224 ..." [--backend ...]  run and verify one layer
   miotui run --log FILE --layer K                          run the K-th layer of a log
-(see `miotui decode --help`, `miotui run --help`)"""
+  miotui diff OLD NEW [--format table|json|csv] [--ignore-batch] [--pack DIR]
+                                                           compare two runs layer by layer
+(see `miotui decode --help`, `miotui run --help`, `miotui diff --help`)"""
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -61,6 +63,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return decode_main(args[1:])
     if args and args[0] == "run":
         return run_cli_main(args[1:])
+    if args and args[0] == "diff":
+        from miotui.diff_cli import diff_main
+        return diff_main(args[1:])
     ns = _app_parser().parse_args(args)
     if not ns.paths and not ns.demo and not ns.check_config:
         if sys.stdin is None or sys.stdin.closed:
