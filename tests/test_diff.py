@@ -224,3 +224,25 @@ def test_json_pairs_follow_the_table_order(tmp_path):
     # compare() of the same sides twice gives the same ranking
     again = compare(comparison.old, comparison.new)
     assert [p.changes for p in again.pairs] == [p.changes for p in comparison.pairs]
+
+
+CUDNN_RESNET50 = ROOT / "tests" / "data" / "cudnn" / "h100" / "cudnn_resnet50.log.gz"
+
+
+@pytest.mark.skipif(not CUDNN_RESNET50.exists(), reason="the cuDNN logs come with the cuDNN decoder (issue 21)")
+def test_a_cudnn_resnet50_pairs_every_convolution_of_the_miopen_one():
+    """The bundled MIOpen ResNet-50 (batch 32) against PyTorch's cuDNN log of the same model on
+    an H100 (batch 16): every convolution (and batch norm) on both sides pairs with
+    --ignore-batch; what is left is what PyTorch runs without cuDNN (pooling, ReLU)."""
+    comparison = load_comparison([str(DEMO)], [str(CUDNN_RESNET50)], ignore_batch=True, jobs=1)
+    for pair in comparison.pairs:
+        op = pair.either.layer.problem.op
+        if op in ("conv", "bnorm"):
+            assert pair.status == "changed" and pair.old is not None and pair.new is not None, pair.changes
+            assert pair.changes[0] == "batch 32 -> 16"
+            assert op == "bnorm" or pair.new.solver, "the cuDNN side names its engine"
+        else:
+            assert pair.status == "removed" and op in ("pool", "activ")
+    convs = [p for p in comparison.pairs if p.either.layer.problem.op == "conv"]
+    assert len(convs) == sum(1 for s in comparison.old.layers if s.problem.op == "conv") \
+        == sum(1 for s in comparison.new.layers if s.problem.op == "conv") == 68
