@@ -59,8 +59,9 @@ def load_comparison(old: list[str], new: list[str], ignore_batch: bool, jobs: in
     return compare(sides[0], sides[1], ignore_batch)
 
 
-def side_of(paths: list[str], catalog):
-    """A run's ``Side``: its layers, stats, settings and versions."""
+def side_of(paths: list[str], catalog, versions=None):
+    """A run's ``Side``: its layers, stats, settings and versions (read from the logs' heads
+    unless given)."""
     from miotui.diff import Side
     from miotui.diff_pack import log_versions
     from miotui.export import run_stats
@@ -68,7 +69,7 @@ def side_of(paths: list[str], catalog):
     totals = catalog.startup.totals()
     stats = run_stats({"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
                        "unknown_finds": catalog.unknown_finds, "startup": totals.to_dict()}, layers)
-    return Side.of(paths, layers, stats, totals.settings, log_versions(paths))
+    return Side.of(paths, layers, stats, totals.settings, log_versions(paths) if versions is None else versions)
 
 
 def diff_main(argv: Sequence[str]) -> int:

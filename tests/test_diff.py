@@ -36,7 +36,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
-def _with_one_layer_changed(tmp_path: Path) -> tuple[Path, str, float]:
+def with_one_layer_changed(tmp_path: Path) -> tuple[Path, str, float]:
     """A copy of the demo log where one GemmFwd1x1_0_1 convolution ran the naive solver at ten
     times the time; (the copy, the old time text, the old time)."""
     from miotui.logs.sources import decode_paths
@@ -86,7 +86,7 @@ def test_a_log_against_itself_is_all_same(capsys):
 
 
 def test_a_changed_solver_and_time_rank_first_and_are_named(tmp_path, capsys):
-    slower, t, old_ms = _with_one_layer_changed(tmp_path)
+    slower, t, old_ms = with_one_layer_changed(tmp_path)
     comparison = load_comparison([str(DEMO)], [str(slower)], ignore_batch=False, jobs=1)
     first = comparison.pairs[0]
     assert first.status == "changed"
@@ -183,7 +183,7 @@ def test_bad_arguments_and_unreadable_paths_exit_2(tmp_path, capsys):
 
 
 def test_pack_writes_commands_for_each_sides_version_and_a_runnable_torch_script(tmp_path, capsys):
-    slower, _t, _ms = _with_one_layer_changed(tmp_path)
+    slower, _t, _ms = with_one_layer_changed(tmp_path)
     # the old run names MIOpen 3.4.1 in its device line (a real one)
     versioned = tmp_path / "old.log"
     device = [ln for ln in VERSIONED.read_text(errors="replace").splitlines() if "MIOpen version" in ln]
@@ -214,7 +214,7 @@ def test_pack_writes_commands_for_each_sides_version_and_a_runnable_torch_script
 
 
 def test_json_pairs_follow_the_table_order(tmp_path):
-    slower, _t, _ms = _with_one_layer_changed(tmp_path)
+    slower, _t, _ms = with_one_layer_changed(tmp_path)
     comparison = load_comparison([str(DEMO)], [str(slower)], ignore_batch=False, jobs=1)
     buf = io.StringIO()
     write_json(buf, comparison)
