@@ -246,3 +246,56 @@ def test_a_cudnn_resnet50_pairs_every_convolution_of_the_miopen_one():
     convs = [p for p in comparison.pairs if p.either.layer.problem.op == "conv"]
     assert len(convs) == sum(1 for s in comparison.old.layers if s.problem.op == "conv") \
         == sum(1 for s in comparison.new.layers if s.problem.op == "conv") == 68
+
+
+def test_ranking_delta_total_then_solver_changes_then_faster_layers():
+    """Changed pairs in the order of what they cost the new run: the larger added total first,
+    then (no total on either side) a solver change before a mere count change, and a layer
+    that got faster last; same pairs after every changed one."""
+    import dataclasses
+
+    from miotui.diff import Side
+    from miotui.logs.sources import decode_paths
+    layers = decode_paths([str(DEMO)]).most_executed()
+    timed = [s for s in layers if s.annotation("find_db_time_ms") and s.executions > 1]
+    untimed = [s for s in layers if not any(k.endswith("time_ms") for k, _ in s.annotations) and s.executions]
+    t1, t2, t3 = timed[:3]
+    u2, u1 = sorted(untimed[:2], key=lambda s: s.index)   # the solver change is the later layer
+
+    def with_time(layer, factor):
+        ann = tuple((k, f"{float(v) * factor:.6g}" if k == "find_db_time_ms" else v) for k, v in layer.annotations)
+        return dataclasses.replace(layer, annotations=ann)
+
+    changed = {t1.id: with_time(t1, 2.0), t2.id: with_time(t2, 10.0), t3.id: with_time(t3, 0.5),
+               u1.id: dataclasses.replace(u1, annotations=u1.annotations + (("solver", SLOW),)),
+               u2.id: dataclasses.replace(u2, executions=u2.executions + 1)}
+    old = Side.of([str(DEMO)], layers, {})
+    new = Side.of(["new"], [changed.get(s.id, s) for s in layers], {})
+    pairs = compare(old, new).pairs
+    ids = [p.new.layer.id for p in pairs[:5]]
+    gains = {t1.id: t1.executions * float(t1.annotation("find_db_time_ms")),
+             t2.id: 9 * t2.executions * float(t2.annotation("find_db_time_ms"))}
+    assert ids[:2] == sorted(gains, key=lambda i: -gains[i])
+    assert ids[2:] == [u1.id, u2.id, t3.id]
+    assert [p.status for p in pairs[:5]] == ["changed"] * 5 and {p.status for p in pairs[5:]} == {"same"}
+    assert pairs[4].delta_total_ms < 0 and pairs[2].solver_changed and not pairs[3].solver_changed
+
+
+def test_a_layer_in_another_layout_pairs_and_says_so():
+    """NHWC against NCHW (another framework's or vendor's choice) is the same layer: paired,
+    the layout named among its changes; without the layout rule it would be added and removed."""
+    import dataclasses
+
+    from miotui.diff import Side
+    from miotui.logs.sources import decode_paths
+    layers = decode_paths([str(DEMO)]).most_executed()
+    conv = next(s for s in layers if s.problem.op == "conv")
+    nhwc = dataclasses.replace(conv, problem=dataclasses.replace(conv.problem, in_layout="NHWC", fil_layout="NHWC",
+                                                                 out_layout="NHWC"))
+    old = Side.of([str(DEMO)], layers, {})
+    new = Side.of(["new"], [nhwc if s.id == conv.id else s for s in layers], {})
+    comparison = compare(old, new)
+    assert comparison.count("added") == comparison.count("removed") == 0
+    first = comparison.pairs[0]
+    assert first.status == "changed" and first.new.layer.problem.layout == "NHWC"
+    assert first.changes == ("layout NCHW -> NHWC",)
