@@ -299,3 +299,22 @@ def test_a_layer_in_another_layout_pairs_and_says_so():
     first = comparison.pairs[0]
     assert first.status == "changed" and first.new.layer.problem.layout == "NHWC"
     assert first.changes == ("layout NCHW -> NHWC",)
+
+
+def test_log_text_cannot_drive_the_terminal_or_a_spreadsheet(tmp_path, capsys):
+    """A solver name holding an escape sequence and a formula is shown with the escape made
+    visible, and a CSV cell that starts with it is quoted as text."""
+    hostile = tmp_path / "hostile.log"
+    hostile.write_text(DEMO.read_text().replace("ConvBinWinogradRxSf2x3g1", "=HYPERLINK\x1b]0;pwned\x07Wino"))
+    for fmt in ("table", "json", "csv"):
+        code, out, _ = _run(["diff", str(DEMO), str(hostile), "--format", fmt], capsys)
+        assert code == 0 and "\x1b" not in out and "\x07" not in out
+        if fmt == "table":
+            assert "-> =HYPERLINK\u241b]0;pwned\u2407Wino" in out
+    rows = list(csv.DictReader(io.StringIO(out)))   # the CSV, written last
+    assert rows[0]["new_solver"] == "'=HYPERLINK\u241b]0;pwned\u2407Wino"
+
+
+def test_compare_app_refuses_a_missing_log(tmp_path, capsys):
+    code = main(["--compare", str(DEMO), str(tmp_path / "missing.log")])
+    assert code == 2 and "missing.log" in capsys.readouterr().err
