@@ -24,17 +24,10 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+# the several-files benchmark's setup: the project on the path, where logs are kept, their names
+from bench_decode_files import OUT_DIR, ROOT, size_label
 
-from miotui import samplegen  # noqa: E402
-
-OUT_DIR = os.path.join(ROOT, "benchmarks", "out")
-
-
-def size_label(size: int) -> str:
-    return f"{size / (1 << 20):g}M"
+from miotui import samplegen
 
 
 def ensure_logs(fmt: str, size: int) -> tuple[str, str]:
