@@ -318,3 +318,17 @@ def test_log_text_cannot_drive_the_terminal_or_a_spreadsheet(tmp_path, capsys):
 def test_compare_app_refuses_a_missing_log(tmp_path, capsys):
     code = main(["--compare", str(DEMO), str(tmp_path / "missing.log")])
     assert code == 2 and "missing.log" in capsys.readouterr().err
+
+
+def test_both_runs_decoded_at_once_equal_each_decoded_alone():
+    """``decode_file_groups`` (the two runs' files in one pool of processes) gives each run the
+    catalog ``decode_files`` gives it alone: the same JSON, layer for layer."""
+    from miotui.decode_output import render
+    from miotui.logs.parallel import decode_file_groups, decode_files
+    groups = [[str(DEMO)], [str(OTHER), str(VERSIONED), str(DEMO)]]
+    together = decode_file_groups(groups, jobs=2, min_bytes=0)
+    for group, catalog in zip(groups, together, strict=True):
+        alone = decode_files(group, jobs=1)
+        a, b = json.loads(render(catalog, "json")), json.loads(render(alone, "json"))
+        a["stats"]["seconds"] = b["stats"]["seconds"] = 0
+        assert a == b and a["layers"]

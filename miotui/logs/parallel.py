@@ -86,14 +86,20 @@ def _decode_apart(paths: list[str], workers: int) -> Optional[Catalog]:
     return None if catalogs is None else catalogs[0]
 
 
-def decode_file_groups(groups: Sequence[Sequence[str]], jobs: Optional[int] = None) -> list[Catalog]:
+#: below this many bytes in all, groups are decoded one after the other: starting the worker
+#: processes costs about what a second core saves on two 50 MB logs (bench_diff.py)
+GROUPS_APART_MIN_BYTES = 128 << 20
+
+
+def decode_file_groups(groups: Sequence[Sequence[str]], jobs: Optional[int] = None,
+                       min_bytes: int = GROUPS_APART_MIN_BYTES) -> list[Catalog]:
     """Each group of paths decoded into a catalog of its own (``miotui diff``: the OLD run's
-    files and the NEW run's), every file of every group at once where they can be, so two
-    one-file runs take two processes; each catalog is the one ``decode_files`` gives for its
-    group.  Raises OSError for an unreadable path."""
+    files and the NEW run's), every file of every group at once where they can be and hold
+    ``min_bytes`` or more in all, so two one-file runs take two processes; each catalog is the
+    one ``decode_files`` gives for its group.  Raises OSError for an unreadable path."""
     flat = [path for group in groups for path in group]
     workers = worker_count(flat, jobs)
-    if workers > 1 and len(groups) > 1 and separable(flat):
+    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes:
         catalogs = _decode_groups_apart([list(g) for g in groups], workers)
         if catalogs is not None:
             return catalogs
