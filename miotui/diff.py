@@ -290,12 +290,17 @@ def pair_of(old: Optional[LayerFacts], new: Optional[LayerFacts], ignore_batch: 
 
 
 def _side_text(f: LayerFacts) -> str:
-    parts = [f"{f.layer.executions} executions", f"{f.layer.finds} finds"]
+    parts = [counted(f.layer.executions, "execution"), counted(f.layer.finds, "find")]
     if f.time.per_call_ms is not None:
         parts.append(f"{ms(f.time.per_call_ms)} ms per call ({f.time.source})")
     if f.solver:
         parts.append(f"solver {f.solver}")
     return ", ".join(parts)
+
+
+def counted(n: int, word: str) -> str:
+    """``1 find``, ``2 finds``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def ms(value: float) -> str:

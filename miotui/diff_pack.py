@@ -20,7 +20,7 @@ import shlex
 from typing import Optional
 
 from miotui.decode_output import shape_text, startup_text
-from miotui.diff import Comparison, LayerFacts, Pair, Side, ms
+from miotui.diff import Comparison, LayerFacts, Pair, Side, counted, ms
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output, version_text
 from miotui.problems import ConvProblem
@@ -178,7 +178,8 @@ def _facts_lines(name: str, facts: Optional[LayerFacts]) -> list[str]:
     timing = (f"{ms(t.per_call_ms)} ms per call ({t.source}), total "
               + ("-" if t.total_ms is None else f"{ms(t.total_ms)} ms")) if t.per_call_ms is not None else "not timed"
     first = startup_text(facts.layer.startup) or "nothing logged"
-    return [f"- {name}: layer {facts.layer.id}, {facts.layer.executions} executions, {facts.layer.finds} finds, "
+    return [f"- {name}: layer {facts.layer.id}, {counted(facts.layer.executions, 'execution')}, "
+            f"{counted(facts.layer.finds, 'find')}, "
             f"{timing}; solver {visible(facts.solver) or '(not logged)'}; first iteration: {visible(first)}"
             + (f"; driver verdict {visible(facts.verdict)}" if facts.verdict else "")]
 
