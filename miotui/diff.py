@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from miotui.catalog import LayerSnapshot
-from miotui.startup import LayerStartup
+from miotui.decode_output import ms_text
+from miotui.startup import LayerStartup, counted, seconds
 from miotui.timing import NO_TIME, LayerTime, layer_times
 
 Status = Literal["changed", "same", "added", "removed"]
@@ -292,20 +293,10 @@ def pair_of(old: Optional[LayerFacts], new: Optional[LayerFacts], ignore_batch: 
 def _side_text(f: LayerFacts) -> str:
     parts = [counted(f.layer.executions, "execution"), counted(f.layer.finds, "find")]
     if f.time.per_call_ms is not None:
-        parts.append(f"{ms(f.time.per_call_ms)} ms per call ({f.time.source})")
+        parts.append(f"{ms_text(f.time.per_call_ms)} ms per call ({f.time.source})")
     if f.solver:
         parts.append(f"solver {f.solver}")
     return ", ".join(parts)
-
-
-def counted(n: int, word: str) -> str:
-    """``1 find``, ``2 finds``."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def ms(value: float) -> str:
-    """A time in ms, three significant digits (``0.397``, ``3.97``, ``1,234``)."""
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
 def ratio_text(ratio: float) -> str:
@@ -319,16 +310,17 @@ def _time_changes(old: LayerFacts, new: LayerFacts) -> tuple[Optional[float], li
         return None, []
     if a is None or b is None:
         which, t = ("new", new.time) if a is None else ("old", old.time)
-        return None, [f"per call: timed in {which} only ({ms(t.per_call_ms or 0.0)} ms, {t.source})"]
+        return None, [f"per call: timed in {which} only ({ms_text(t.per_call_ms or 0.0)} ms, {t.source})"]
     ratio = b / a if a > 0 else None
     changes = []
     if (ratio is None and b > 0) or (ratio is not None and abs(ratio - 1) > TIME_TOLERANCE):
         sources = "" if old.time.source == new.time.source else f"; {old.time.source} -> {new.time.source}"
         how = ratio_text(ratio) if ratio is not None else "from 0"
-        changes.append(f"per call {ms(a)} -> {ms(b)} ms ({how}{sources})")
+        changes.append(f"per call {ms_text(a)} -> {ms_text(b)} ms ({how}{sources})")
         to, tn = old.time.total_ms, new.time.total_ms
         if to is not None and tn is not None:
-            changes.append(f"total {ms(to)} -> {ms(tn)} ms ({'+' if tn >= to else '-'}{ms(abs(tn - to))} ms)")
+            sign = "+" if tn >= to else "-"
+            changes.append(f"total {ms_text(to)} -> {ms_text(tn)} ms ({sign}{ms_text(abs(tn - to))} ms)")
     return ratio, changes
 
 
@@ -344,15 +336,11 @@ def _first_changes(old: LayerFacts, new: LayerFacts) -> list[str]:
     fo, fn = old.first_ms, new.first_ms
     if fo is not None and fn is not None:
         if abs(fn - fo) > FIRST_MIN_MS and abs(fn - fo) > FIRST_TOLERANCE * max(fo, fn):
-            out.append(f"first iteration {_seconds(fo)} -> {_seconds(fn)}")
+            out.append(f"first iteration {seconds(fo)} -> {seconds(fn)}")
     elif fo is not None or fn is not None:
         which, v = ("old", fo) if fo is not None else ("new", fn)
-        out.append(f"first iteration timed in {which} only ({_seconds(v or 0.0)})")
+        out.append(f"first iteration timed in {which} only ({seconds(v or 0.0)})")
     return out
-
-
-def _seconds(value_ms: float) -> str:
-    return f"{value_ms / 1000:.3g} s" if value_ms >= 1000 else f"{value_ms:.3g} ms"
 
 
 def rank(pairs: Iterable[Pair]) -> list[Pair]:

@@ -11,8 +11,8 @@ import csv
 from typing import IO, Any, Optional
 
 from miotui import export
-from miotui.decode_output import shape_text
-from miotui.diff import Comparison, LayerFacts, Pair, Side, ms, ratio_text
+from miotui.decode_output import ms_text, shape_text
+from miotui.diff import Comparison, LayerFacts, Pair, Side, ratio_text
 from miotui.safe_text import visible
 from miotui.text_table import TextTable
 
@@ -27,7 +27,7 @@ COLUMNS = (("#", True), ("status", False), ("op", False), ("dir", False), ("dtyp
 def time_cell(facts: Optional[LayerFacts]) -> str:
     if facts is None or facts.time.per_call_ms is None:
         return ""
-    return ms(facts.time.per_call_ms)
+    return ms_text(facts.time.per_call_ms)
 
 
 def shape_cell(pair: Pair) -> str:
@@ -52,7 +52,7 @@ def pair_cells(rank: int, pair: Pair) -> list[str]:
     delta = pair.delta_total_ms
     return [str(rank), pair.status, p.op, p.direction, p.dtype, shape_cell(pair), time_cell(pair.old),
             time_cell(pair.new), "" if pair.ratio_per_call is None else ratio_text(pair.ratio_per_call),
-            "" if delta is None else ("+" if delta >= 0 else "-") + ms(abs(delta)), solver_cell(pair)]
+            "" if delta is None else ("+" if delta >= 0 else "-") + ms_text(abs(delta)), solver_cell(pair)]
 
 
 def side_line(name: str, side: Side) -> str:

@@ -19,12 +19,13 @@ import re
 import shlex
 from typing import Optional
 
-from miotui.decode_output import shape_text, startup_text
-from miotui.diff import Comparison, LayerFacts, Pair, Side, counted, ms
+from miotui.decode_output import ms_text, shape_text, startup_text
+from miotui.diff import Comparison, LayerFacts, Pair, Side
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output, version_text
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
+from miotui.startup import counted
 
 #: bytes of each file's head read for its versions
 VERSION_HEAD_BYTES = 4 << 20
@@ -175,8 +176,10 @@ def _facts_lines(name: str, facts: Optional[LayerFacts]) -> list[str]:
     if facts is None:
         return [f"- {name}: not in this run"]
     t = facts.time
-    timing = (f"{ms(t.per_call_ms)} ms per call ({t.source}), total "
-              + ("-" if t.total_ms is None else f"{ms(t.total_ms)} ms")) if t.per_call_ms is not None else "not timed"
+    timing = "not timed"
+    if t.per_call_ms is not None:
+        timing = f"{ms_text(t.per_call_ms)} ms per call ({t.source}), total " + (
+            "- (never executed)" if t.total_ms is None else f"{ms_text(t.total_ms)} ms")
     first = startup_text(facts.layer.startup) or "nothing logged"
     return [f"- {name}: layer {facts.layer.id}, {counted(facts.layer.executions, 'execution')}, "
             f"{counted(facts.layer.finds, 'find')}, "

@@ -18,8 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from miotui.decode_output import shape_text, startup_text
-from miotui.diff import Comparison, LayerFacts, Pair, ms
+from miotui.decode_output import ms_text, shape_text, startup_text
+from miotui.diff import Comparison, LayerFacts, Pair
 from miotui.diff_output import pair_cells, side_line
 from miotui.safe_text import visible
 
@@ -44,11 +44,11 @@ def side_text(title: str, facts: Optional[LayerFacts]) -> Text:
     p = layer.problem
     rows = [("layer", f"{layer.id}: {p.op} {p.direction} {p.dtype} {getattr(p, 'layout', '')} {shape_text(layer)}"),
             ("executions", str(layer.executions)), ("finds", str(layer.finds)),
-            ("per call", "not timed" if t.per_call_ms is None else f"{ms(t.per_call_ms)} ms ({t.source})"),
-            ("total", "" if t.total_ms is None else f"{ms(t.total_ms)} ms"),
+            ("per call", "not timed" if t.per_call_ms is None else f"{ms_text(t.per_call_ms)} ms ({t.source})"),
+            ("total", "" if t.total_ms is None else f"{ms_text(t.total_ms)} ms"),
             ("solver", visible(facts.solver) or "(not logged)"), ("verdict", visible(facts.verdict) or "(none)"),
             ("first iteration", startup_text(layer.startup) or "nothing logged"),
-            ("first iteration ms", "" if facts.first_ms is None else ms(facts.first_ms)),
+            ("first iteration ms", "" if facts.first_ms is None else ms_text(facts.first_ms)),
             ("command", layer.driver_command or "(none)")]
     for name, value in rows:
         out.append(f"{name}: ", style="bold")
