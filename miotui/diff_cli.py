@@ -103,7 +103,8 @@ def diff_main(argv: Sequence[str]) -> int:
         print(f"miotui diff: repro pack of {len(written)} files in {visible(ns.pack)}", file=sys.stderr)
     if ns.output:
         try:
-            with open(ns.output, "w", encoding="utf-8") as fh:
+            from miotui.output_file import open_output
+            with open_output(ns.output, devices=True) as fh:   # never through a link planted at the name
                 write(fh, comparison, ns.format)
         except OSError as e:
             print(f"miotui diff: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)

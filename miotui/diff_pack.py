@@ -23,6 +23,7 @@ from miotui.decode_output import ms_text, shape_text, startup_text
 from miotui.diff import Comparison, LayerFacts, Pair, Side
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output, version_text
+from miotui.output_file import write_output
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import counted
@@ -228,13 +229,11 @@ def write_pack(comparison: Comparison, directory: str, top: int = PACK_TOP) -> l
         for name, text in (("driver_old.sh", driver_script(pair.old, "old", comparison.old)),
                            ("driver_new.sh", driver_script(pair.new, "new", comparison.new)),
                            ("repro.py", torch_script(pair.new))):
-            with open(os.path.join(path, name), "w", encoding="utf-8") as fh:
-                fh.write(text)
+            write_output(os.path.join(path, name), text, executable=name.endswith(".sh"))
             written.append(os.path.join(path, name))
         report += [f"### {rank}. {p.op} {p.direction} {p.dtype} {shape_text(pair.new.layer)} (`{folder}/`)", "",
                    *[f"- {visible(c)}" for c in pair.changes], *_facts_lines("old", pair.old),
                    *_facts_lines("new", pair.new), ""]
     report_path = os.path.join(directory, "README.md")
-    with open(report_path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(report) + "\n")
+    write_output(report_path, "\n".join(report) + "\n")
     return [report_path, *written]
