@@ -87,6 +87,10 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return args, []
 
 
+#: a new log: created here or not at all (never a file or a link already there), not inherited by the job
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
 def default_name(now: Optional[float] = None) -> str:
     return time.strftime("miotui-record-%Y%m%d-%H%M%S", time.localtime(now))
 
@@ -106,18 +110,20 @@ def open_log(output: Optional[str], force: bool, now: Optional[float] = None) ->
         if taken(output) and not force:
             raise FileExistsError(f"{output} (or a rank log of it) exists: choose another -o, or --force to "
                                   f"overwrite it")
-        if force:
-            for old in glob.glob(rank_paths(output)[1]):
-                os.unlink(old)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        return output, os.open(output, flags, 0o644)
+        if not force:
+            return output, os.open(output, NEW_FILE, 0o666)
+        for old in glob.glob(rank_paths(output)[1]):
+            os.unlink(old)
+        from miotui.output_file import open_output
+        with open_output(output, binary=True) as fh:     # never through a planted link
+            return output, os.dup(fh.fileno())
     base = default_name(now)
     for n in range(1, 1000):
         path = f"{base}.log" if n == 1 else f"{base}-{n}.log"
         if taken(path):
             continue
         try:
-            return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            return path, os.open(path, NEW_FILE, 0o666)
         except FileExistsError:
             continue
     raise FileExistsError(f"{base}*.log: no free name")

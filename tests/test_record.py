@@ -129,6 +129,17 @@ def test_an_existing_log_is_never_overwritten(tmp_path):
     assert (tmp_path / "x.log").read_text() == "precious\n" and not (tmp_path / "env.json").exists()
 
 
+def test_force_overwrites_a_file_but_never_through_a_link(tmp_path):
+    (tmp_path / "x.log").write_text("old\n")
+    r = record(tmp_path, "--headless", "--force", "-o", "x.log", "--", sys.executable, FAKE_JOB, "--steps", "1")
+    assert r.returncode == 0 and (tmp_path / "x.log").read_text() == f"step 0 seq 0\n{command_line(1)}\n"
+    (tmp_path / "target").write_text("precious\n")
+    (tmp_path / "link.log").symlink_to(tmp_path / "target")
+    r = record(tmp_path, "--headless", "--force", "-o", "link.log", "--", sys.executable, FAKE_JOB)
+    assert r.returncode == 2 and "symbolic link" in r.stderr
+    assert (tmp_path / "target").read_text() == "precious\n"
+
+
 def test_the_default_name_is_never_one_already_there(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     now = time.mktime((2026, 11, 26, 23, 0, 0, 0, 0, -1))
