@@ -85,17 +85,19 @@ class RecordApp(MiotuiApp):
             self.pane.add_lines(lines)
         self.pane.set_title(self._title())
         for note in job.take_notes():
-            self.notify(note.text, title="job", severity=note.severity, timeout=8)
+            if note.kind != "exit":          # said once, below, when the recording is done
+                self.notify(note.text, title="job", severity=note.severity, timeout=8)
         if job.finished.is_set() and not self.told_end:
             self.told_end = True
             self.notify(f"Recording done: {job.status_text()}. The table holds the whole log; ctrl+q quits "
-                        f"(miotui's exit status is the job's).", title="job", timeout=15)
+                        f"(miotui's exit status is the job's).", title="job",
+                        severity="information" if job.exit_code == 0 else "warning", timeout=10)
 
     def action_interrupt_job(self) -> None:
         """Ctrl-C: the first interrupts the job (SIGINT), the next stops it."""
         job = self.job
         text = job.interrupt() if not job.interrupts else job.stop()
-        self.notify(text, title="job", severity="warning", timeout=8)
+        self.notify(text, title="job", severity="warning", timeout=5)
         self.pull_job()
 
     def help_rows(self) -> list[tuple[str, str, str, str]]:
