@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -158,14 +159,14 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
     try:
         path, log_fd = open_log(ns.output, ns.force)
     except OSError as e:
-        why = e.args[0] if isinstance(e, FileExistsError) else f"{e.filename}: {e.strerror or e}"
-        print(f"miotui record: cannot write the log: {visible(str(why))}", file=sys.stderr)
+        reason = e.args[0] if isinstance(e, FileExistsError) else f"{e.filename}: {e.strerror or e}"
+        print(f"miotui record: cannot write the log: {visible(str(reason))}", file=sys.stderr)
         return 2
     from miotui.record_job import LIBRARY_RE
     plan = plan_ranks(ns.ranks, command, path)
     setup = job_environment(ns.level, vendor, why, os.environ,
                             extra=rank_environment(plan, os.environ, LIBRARY_RE))
-    report = [f"recording {' '.join(command)} to {path}", *setup.report(), plan.reason]
+    report = [f"recording {shlex.join(command)} to {path}", *setup.report(), plan.reason]
     if vendor == "amd" and ns.level != "layers":
         report.insert(1, f"level {ns.level}: {LEVEL_HELP[ns.level]}")
     if vendor == "nvidia":
@@ -246,7 +247,7 @@ def _print_decode(paths: list[str], fmt: str) -> int:
     from miotui.driver.versions import resolve_driver_version
     from miotui.logs.parallel import decode_files
     try:
-        catalog = decode_files(paths, 1)
+        catalog = decode_files(paths)
     except OSError as e:
         _say(f"cannot read {e.filename}: {e.strerror or e}")
         return 2
