@@ -394,3 +394,28 @@ def test_run_json_names_the_reference_never_the_backend_algorithm(capsys):
 def test_rnn_reference_says_it_is_not_independent():
     """The RNN's verdict still runs numpy's RNN code: its name says so."""
     assert "not independent" in oracle.RNN_REFERENCE
+
+
+def test_pooling_in_chunks_gives_the_same_numbers(monkeypatch):
+    """Pooling's reference runs a few images at a time (bounded scratch): any chunk size
+    gives the whole batch's numbers."""
+    for direction in ("fwd", "bwd"):
+        for mode in ("max", "avg"):
+            p = PoolProblem(direction, "fp32", 5, 3, (9, 8), (3, 3), (1, 1), (2, 2), mode)
+            t = reference.make_inputs(p, 4)
+            whole = reference_outputs(p, t)
+            monkeypatch.setattr(oracle_ops, "POOL_CHUNK_BYTES", 1)
+            parts = reference_outputs(p, t)
+            monkeypatch.undo()
+            (name, want), = whole.items()
+            np.testing.assert_array_equal(parts[name], want)
+
+
+def test_detail_screen_says_what_the_verdict_compared_against():
+    from rich.console import Console
+
+    from miotui.screens.detail_view import runs_renderable
+    res = _verdict(_CONV, "numpy")
+    console = Console(width=200, record=True)
+    console.print(runs_renderable([res], [], ""))
+    assert "compared against: direct float64 tap sum" in console.export_text()

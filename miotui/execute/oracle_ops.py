@@ -116,8 +116,12 @@ def _scatter(spots: np.ndarray, grads: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _pool(p: PoolProblem, t: dict[str, Any]) -> dict[str, np.ndarray]:
-    x = _f64(t, "x")
+#: Scratch of one chunk of images in pooling (its windows, positions and gradients).
+POOL_CHUNK_BYTES = 32 << 20
+
+
+def _pool_images(p: PoolProblem, x: np.ndarray, dy: Optional[np.ndarray]) -> np.ndarray:
+    """y (``dy`` None) or dx of a few images."""
     n, c = x.shape[:2]
     if p.mode == "max":
         win = _windows(p, x, -np.inf, tuple(p.pads))
@@ -126,9 +130,8 @@ def _pool(p: PoolProblem, t: dict[str, Any]) -> dict[str, np.ndarray]:
         y = np.where(np.isneginf(y), 0.0, y)         # a window of padding only gives 0
     else:
         y = _windows(p, x, 0.0, tuple(p.pads)).sum(axis=-1) / _pool_count(p)
-    if p.direction == "fwd":
-        return {"y": y}
-    dy = _f64(t, "dy")
+    if dy is None:
+        return y
     pos = _pool_positions(p)
     if p.mode == "max":
         spots = np.take_along_axis(np.broadcast_to(pos, first.shape + pos.shape[-1:]), first[..., None], -1)
@@ -139,7 +142,18 @@ def _pool(p: PoolProblem, t: dict[str, Any]) -> dict[str, np.ndarray]:
         grads = np.repeat(share, pos.shape[-1], axis=1)
     dx = _scatter(spots, grads, math.prod(_padded(p))).reshape((n, c) + _padded(p))
     inner = tuple(slice(pd, pd + i) for pd, i in zip(p.pads, p.in_spatial, strict=True))
-    return {"dx": dx[(slice(None), slice(None)) + inner]}
+    return dx[(slice(None), slice(None)) + inner]
+
+
+def _pool(p: PoolProblem, t: dict[str, Any]) -> dict[str, np.ndarray]:
+    x = _f64(t, "x")
+    dy = _f64(t, "dy") if p.direction != "fwd" else None
+    per_image = 8 * x.shape[1] * (3 * math.prod(p.out_spatial) * math.prod(p.window) + 2 * math.prod(_padded(p)))
+    step = max(1, POOL_CHUNK_BYTES // max(per_image, 1))
+    out = np.empty(x.shape if dy is not None else x.shape[:2] + tuple(p.out_spatial))
+    for n0 in range(0, x.shape[0], step):
+        out[n0:n0 + step] = _pool_images(p, x[n0:n0 + step], None if dy is None else dy[n0:n0 + step])
+    return {"y" if dy is None else "dx": out}
 
 
 # ----------------------------------------------------------------------------- batch norm
