@@ -36,6 +36,7 @@ from miotui.problems import (
     PoolProblem,
     ProblemError,
     ReduceProblem,
+    RNNProblem,
     SoftmaxProblem,
 )
 
@@ -125,7 +126,7 @@ def test_every_family_agrees_with_the_backend_and_never_calls_it(problem, monkey
         raise AssertionError("the verification reference called the numpy backend")
 
     monkeypatch.setattr(reference, "run_reference", forbidden)
-    got = reference_outputs(problem, inputs)
+    got, _ = reference_outputs(problem, inputs)
     assert set(got) == set(expected)
     for name, want in expected.items():
         np.testing.assert_allclose(np.asarray(got[name], dtype=np.float64), np.asarray(want, dtype=np.float64),
@@ -180,7 +181,7 @@ def test_conv_forward_matches_torch_float64(problem):
     conv = F.conv2d if problem.ndim == 2 else F.conv3d
     want = conv(F.pad(x, _torch_pad(problem)), w, stride=problem.strides, dilation=problem.dilations,
                 groups=problem.groups).numpy()
-    np.testing.assert_allclose(reference_outputs(problem, t)["y"], want, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(reference_outputs(problem, t)[0]["y"], want, rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("direction", ["bwd", "wrw"])
@@ -198,7 +199,7 @@ def test_conv_gradients_match_torch_autograd(case, direction):
     y = conv(F.pad(x, _torch_pad(case)), w, stride=case.strides, dilation=case.dilations, groups=case.groups)
     y.backward(torch.from_numpy(np.asarray(t["dy"], dtype=np.float64)))
     ins = {"dy": t["dy"], "w": w.detach().numpy()} if direction == "bwd" else {"x": x.detach().numpy(), "dy": t["dy"]}
-    got = reference_outputs(p, ins)
+    got = reference_outputs(p, ins)[0]
     want = x.grad.numpy() if direction == "bwd" else w.grad.numpy()
     np.testing.assert_allclose(got["dx" if direction == "bwd" else "dw"], want, rtol=1e-10, atol=1e-10)
 
@@ -219,14 +220,14 @@ def test_transposed_conv_matches_torch(direction, nd):
     y = tconv(x, w, stride=p.strides, padding=p.pads, output_padding=p.trans_output_pads, groups=p.groups,
               dilation=p.dilations)
     if direction == "fwd":
-        np.testing.assert_allclose(reference_outputs(p, fwd)["y"], y.detach().numpy(), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(reference_outputs(p, fwd)[0]["y"], y.detach().numpy(), rtol=1e-10, atol=1e-10)
         return
     y.backward(torch.from_numpy(np.asarray(t["dy"], dtype=np.float64)))
     if direction == "bwd":
-        got = reference_outputs(p, {"dy": t["dy"], "w": fwd["w"]})["dx"]
+        got = reference_outputs(p, {"dy": t["dy"], "w": fwd["w"]})[0]["dx"]
         np.testing.assert_allclose(got, x.grad.numpy(), rtol=1e-10, atol=1e-10)
     else:
-        got = reference_outputs(p, {"x": fwd["x"], "dy": t["dy"]})["dw"]
+        got = reference_outputs(p, {"x": fwd["x"], "dy": t["dy"]})[0]["dw"]
         np.testing.assert_allclose(got, w.grad.numpy(), rtol=1e-10, atol=1e-10)
 
 
@@ -391,9 +392,33 @@ def test_run_json_names_the_reference_never_the_backend_algorithm(capsys):
     assert "direct float64 tap sum" in ver["how"] and "direct float64 tap sum" in res["message"]
 
 
-def test_rnn_reference_says_it_is_not_independent():
-    """The RNN's verdict still runs numpy's RNN code: its name says so."""
-    assert "not independent" in oracle.RNN_REFERENCE
+_RNN = RNNProblem("bwd", "fp32", "lstm", (3, 2, 1), 3, 3, 4, layers=2, bidirectional=True)
+
+
+def test_rnn_verdicts_are_cross_checked():
+    """numpy's RNN is checked against torch's float64 RNN and torch's against numpy's:
+    neither against itself (the name says which)."""
+    _torch()
+    assert reference_name(_RNN, "numpy") == oracle.RNN_TORCH
+    assert reference_name(_RNN, "torch") == reference_name(_RNN, "miopen-driver") == oracle.RNN_NUMPY
+    for backend in ("numpy", "torch"):
+        res = _verdict(_RNN, backend)
+        assert res.status == "ok" and res.reference == reference_name(_RNN, backend)
+
+
+def test_a_bug_in_numpys_rnn_fails_its_verdict(monkeypatch):
+    """A wrong step in numpy's RNN (the old reference ran the same code and passed it)."""
+    _torch()
+    from miotui.execute import reference_rnn
+    orig = reference_rnn._sigmoid
+    monkeypatch.setattr(reference_rnn, "_sigmoid", lambda a: orig(1.01 * a))   # a wrong gate slope
+    assert _verdict(_RNN, "numpy").status == "failed"
+
+
+def test_without_torch_the_rnn_reference_says_it_is_not_independent(monkeypatch):
+    monkeypatch.setattr(oracle, "_torch_installed", lambda: False)
+    assert reference_name(_RNN, "numpy") == oracle.RNN_SELF and "not independent" in oracle.RNN_SELF
+    assert _verdict(_RNN, "numpy").reference == oracle.RNN_SELF
 
 
 def test_pooling_in_chunks_gives_the_same_numbers(monkeypatch):
@@ -403,9 +428,9 @@ def test_pooling_in_chunks_gives_the_same_numbers(monkeypatch):
         for mode in ("max", "avg"):
             p = PoolProblem(direction, "fp32", 5, 3, (9, 8), (3, 3), (1, 1), (2, 2), mode)
             t = reference.make_inputs(p, 4)
-            whole = reference_outputs(p, t)
+            whole, _ = reference_outputs(p, t)
             monkeypatch.setattr(oracle_ops, "POOL_CHUNK_BYTES", 1)
-            parts = reference_outputs(p, t)
+            parts, _ = reference_outputs(p, t)
             monkeypatch.undo()
             (name, want), = whole.items()
             np.testing.assert_array_equal(parts[name], want)

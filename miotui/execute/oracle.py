@@ -3,18 +3,20 @@
 A backend is checked against float64 code that shares none of its own: convolutions
 against a direct sum over filter taps (:mod:`oracle_conv`), the other layer kinds
 against formulations of their own (:mod:`oracle_ops`, :mod:`oracle_layers`).  Those
-modules import no backend code (tests/test_oracle_independent.py checks it), so a
-bug in a backend's im2col, GEMM, chunking, kernel or constant fails its verdict
-instead of being reproduced by the reference.
+modules import no backend code (tests/test_oracle.py checks it), so a bug in a
+backend's im2col, GEMM, chunking, kernel or constant fails its verdict instead of
+being reproduced by the reference.
 
-The one exception is the RNN: its verdict still runs the numpy backend's RNN code in
-float64 (:mod:`reference_rnn`).  That checks torch and MIOpenDriver independently,
-but for the numpy backend it measures rounding only; :func:`reference_name` says so,
-and the name travels with every verdict (``verification.reference``).
+RNNs are cross-checked instead: the numpy backend against torch's float64 RNN on the
+CPU (ATen's kernels), torch and MIOpenDriver against numpy's RNN code in float64.  The
+two share only the table of where each weight lies in MIOpen's flat buffer
+(:mod:`rnn_layout`).  Without torch installed the numpy backend's RNN verdict runs its
+own code in float64, which measures rounding only: its reference name says so.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, Optional
 
 import numpy as np
@@ -24,18 +26,26 @@ from miotui.execute.oracle_layers import norm_oracle, reduce_oracle
 from miotui.execute.oracle_ops import OPS_REFERENCE, ops_oracle
 from miotui.problems import ConvProblem, GroupNormProblem, LayerNormProblem, Problem, ReduceProblem, RNNProblem
 
-__all__ = ["reference_name", "reference_outputs", "RNN_REFERENCE"]
+__all__ = ["reference_name", "reference_outputs", "RNN_NUMPY", "RNN_TORCH", "RNN_SELF"]
 
-#: The RNN's verdict reference (see the module docstring: not independent of numpy's).
-RNN_REFERENCE = "numpy backend's RNN code in float64 (not independent of the numpy backend)"
+#: the RNN references (see the module docstring)
+RNN_NUMPY = "numpy float64 RNN (a BLAS product per step)"
+RNN_TORCH = "torch float64 RNN on the CPU (ATen)"
+RNN_SELF = "numpy backend's own RNN code in float64 (not independent: torch is not installed)"
 
 
-def reference_name(problem: Problem) -> str:
-    """A short name of what a verdict on ``problem`` compares against."""
+def _torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def reference_name(problem: Problem, backend: str = "numpy") -> str:
+    """A short name of what a verdict on ``problem`` run by ``backend`` compares against."""
     if isinstance(problem, ConvProblem):
         return CONV_REFERENCE
     if isinstance(problem, RNNProblem):
-        return RNN_REFERENCE
+        if backend not in ("numpy", "numba"):
+            return RNN_NUMPY
+        return RNN_TORCH if _torch_installed() else RNN_SELF
     if isinstance(problem, ReduceProblem):
         return "float64 reduction by dot products"
     if isinstance(problem, (LayerNormProblem, GroupNormProblem)):
@@ -43,19 +53,31 @@ def reference_name(problem: Problem) -> str:
     return OPS_REFERENCE.get(problem.op, f"float64 {problem.op}")
 
 
-def reference_outputs(problem: Problem, inputs: dict[str, Any],
-                      cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
-    """Every output of ``problem`` computed by its verification reference from ``inputs``.
+def _torch_rnn64(problem: RNNProblem, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+    import torch
 
-    Raises ``Cancelled`` when ``cancel`` is set, ``ReferenceUnsupported`` for a problem
-    the reference does not model (as the backends do)."""
+    from miotui.execute.torch_rnn import torch_rnn
+    t = {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in inputs.items()}
+    return {k: v.detach().cpu().numpy() for k, v in torch_rnn(problem, t).items()}
+
+
+def reference_outputs(problem: Problem, inputs: dict[str, Any], backend: str = "numpy",
+                      cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
+    """(every output of ``problem`` from its verification reference, that reference's name).
+
+    ``backend``: the backend being checked (it picks the RNN's reference).  Raises
+    ``Cancelled`` when ``cancel`` is set, ``ReferenceUnsupported`` for a problem the
+    reference does not model (as the backends do)."""
+    name = reference_name(problem, backend)
     if isinstance(problem, ConvProblem):
-        return conv_oracle(problem, inputs, cancel)
+        return conv_oracle(problem, inputs, cancel), name
     if isinstance(problem, ReduceProblem):
-        return reduce_oracle(problem, inputs)
+        return reduce_oracle(problem, inputs), name
     if isinstance(problem, (LayerNormProblem, GroupNormProblem)):
-        return norm_oracle(problem, inputs)
+        return norm_oracle(problem, inputs), name
     if isinstance(problem, RNNProblem):
+        if name == RNN_TORCH:
+            return _torch_rnn64(problem, inputs), name
         from miotui.execute import reference
-        return reference.run_reference(problem, inputs, precision="fp64", cancel=cancel)
-    return ops_oracle(problem, inputs, cancel)
+        return reference.run_reference(problem, inputs, precision="fp64", cancel=cancel), name
+    return ops_oracle(problem, inputs, cancel), name

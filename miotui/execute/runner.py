@@ -218,9 +218,8 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
         verification = None
         if settings.verify:
             _check(stop)
-            against = oracle.reference_name(problem)
-            _emit(on_progress, f"{name}: {against}")
-            ref = oracle.reference_outputs(problem, inputs, cancel=stop)
+            _emit(on_progress, f"{name}: {oracle.reference_name(problem, name)}")
+            ref, against = oracle.reference_outputs(problem, inputs, name, cancel=stop)
             _emit(on_progress, f"{name}: comparing")
             verification = compare(problem, ref, outputs, reference=against)
             del ref
