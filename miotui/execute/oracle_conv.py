@@ -16,18 +16,25 @@ A transposed convolution is MIOpen's: its forward is the backward data of the
 convolution whose input is y and output is x, its backward data that convolution's
 forward, its weight gradient that convolution's with x and dy swapped.
 
-float64 throughout (int8 sums are exact in float64).  The batch is cut into chunks of
-at most :data:`CHUNK_BYTES` of scratch; ``cancel`` is checked between taps.
+float64 throughout (int8 sums are exact in float64).  The batch is cut into blocks whose
+output fits near a core's cache (:func:`_blocks`); ``cancel`` is checked between taps.
+The per-tap products are many thin GEMMs: OpenBLAS's own threads spent more time
+synchronising on them than computing (40-100x slower on a loaded 2-core host), so BLAS
+is pinned to one thread (:mod:`miotui.execute.blas`: the thread count only) and the
+batch is split over one thread per core instead.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Optional
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from miotui.execute.blas import blas_threads
 from miotui.execute.threads import Cancelled
 from miotui.problems import ConvProblem
 
@@ -124,6 +131,9 @@ def _blocks(c: PlainConv) -> list[tuple[int, int, int, int]]:
 
 
 def _pad(x: np.ndarray, c: PlainConv) -> np.ndarray:
+    """The images zero-padded to ``c.padded`` (themselves when no padding is needed)."""
+    if tuple(x.shape[2:]) == c.padded and not any(c.pads):
+        return x
     xp = np.zeros(x.shape[:2] + c.padded)
     xp[(slice(None), slice(None)) + c.inner()] = x
     return xp
@@ -212,6 +222,39 @@ def _backward_weights(x: np.ndarray, dy: np.ndarray, c: PlainConv, cancel: Any) 
     return dw.reshape((c.cout, cg) + c.filt)
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _split(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray, c: PlainConv, cancel: Any,
+           both_batched: bool) -> np.ndarray:
+    """``fn(a, b, c, cancel)`` with the batch split over one thread per core and BLAS on
+    one thread; the parts' outputs joined (``both_batched``: weight gradients, summed).
+    Sequential where there is one image or one core, or BLAS's count cannot be pinned."""
+    parts = min(_cores(), c.n)
+    blas = blas_threads()
+    old = blas.pin_one() if parts > 1 else None
+    if old is None:
+        return fn(a, b, c, cancel)
+    try:
+        bounds = [c.n * i // parts for i in range(parts + 1)]
+        with ThreadPoolExecutor(parts, thread_name_prefix="miotui-oracle") as pool:
+            futures = [pool.submit(fn, a[lo:hi], b[lo:hi] if both_batched else b, replace(c, n=hi - lo), cancel)
+                       for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+            results = [f.result() for f in futures]
+    finally:
+        blas.restore(old)
+    if both_batched:
+        total = results[0]
+        for r in results[1:]:
+            total += r
+        return total
+    return np.concatenate(results)
+
+
 def conv_oracle(p: ConvProblem, inputs: dict[str, Any], cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
     """The problem's output in float64 from MIOpen-named inputs (fwd x,w -> y; bwd
     dy,w -> dx; wrw x,dy -> dw)."""
@@ -229,9 +272,9 @@ def conv_oracle(p: ConvProblem, inputs: dict[str, Any], cancel: Optional[Any] = 
     trans = p.mode == "trans"
     if p.direction == "fwd":
         fn = _backward_data if trans else _forward
-        return {"y": fn(t["x"], t["w"], c, cancel)}
+        return {"y": _split(fn, t["x"], t["w"], c, cancel, False)}
     if p.direction == "bwd":
         fn = _forward if trans else _backward_data
-        return {"dx": fn(t["dy"], t["w"], c, cancel)}
+        return {"dx": _split(fn, t["dy"], t["w"], c, cancel, False)}
     xu, dyu = (t["dy"], t["x"]) if trans else (t["x"], t["dy"])
-    return {"dw": _backward_weights(xu, dyu, c, cancel)}
+    return {"dw": _split(_backward_weights, xu, dyu, c, cancel, True)}

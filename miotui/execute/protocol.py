@@ -32,7 +32,7 @@ class RunSettings:
     ``batch`` replaces the layer's N (the result's note says so); ``warmup`` calls are
     untimed; ``launcher`` is an argv prefix for the driver (``("ssh", "gpu-node")``,
     ``("srun", "-p", "gpu")``), never a shell string; ``verify`` False skips the
-    float64 reference (timing only); ``dump_dir`` writes inputs and outputs as .npy.
+    verification reference (timing only); ``dump_dir`` writes inputs and outputs as .npy.
     """
 
     backend: str = "auto"
