@@ -447,3 +447,44 @@ def test_detail_screen_says_what_the_verdict_compared_against():
     console = Console(width=200, record=True)
     console.print(runs_renderable([res], [], ""))
     assert "compared against: direct float64 tap sum" in console.export_text()
+
+
+def test_conv_reference_split_over_threads_gives_the_same_numbers(monkeypatch):
+    """The batch split (one part per core) changes nothing: 1, 2 and 3 parts agree."""
+    for direction in ("fwd", "bwd", "wrw"):
+        p = ConvProblem(direction, "fp32", 5, 6, 4, (7, 7), (3, 3), (1, 1), (2, 2), (1, 1), 2)
+        t = reference.make_inputs(p, 5)
+        got = []
+        for cores in (1, 2, 3):
+            monkeypatch.setattr(oracle_conv, "_cores", lambda c=cores: c)
+            got.append(reference_outputs(p, t)[0])
+        for other in got[1:]:
+            (name, want), = got[0].items()
+            np.testing.assert_allclose(other[name], want, rtol=1e-12, atol=1e-12)
+
+
+def test_conv_reference_stops_when_cancelled():
+    import threading
+
+    from miotui.execute.threads import Cancelled
+    flag = threading.Event()
+    flag.set()
+    with pytest.raises(Cancelled):
+        reference_outputs(_CONV, reference.make_inputs(_CONV, 0), cancel=flag)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
+def test_conv_reference_memory_stays_within_what_the_guard_counts(direction):
+    """The guard counts the numpy backend's float64 run for verification; the tap sum's
+    peak (inputs' float64 copies, output, padded chunk, blocks) stays below it."""
+    import tracemalloc
+    p = ConvProblem(direction, "fp32", 4, 32, 32, (40, 40), (3, 3), (1, 1), (1, 1), (1, 1))
+    t = reference.make_inputs(p, 0)
+    tracemalloc.start()
+    try:
+        reference_outputs(p, t)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    held = sum(a.nbytes for a in t.values())
+    assert peak + held <= reference.peak_bytes(p, "fp64")

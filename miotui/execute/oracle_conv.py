@@ -46,7 +46,7 @@ CONV_REFERENCE = "direct float64 tap sum"
 CHUNK_BYTES = 64 << 20
 #: A block's output (and its per-tap part) stays within this: near a core's L2 cache
 #: (1-4 MiB ran the per-tap accumulation 1.5-3x faster than whole-batch blocks).
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 #: Groups with at most this many (output x input) channel pairs multiply-add per pair:
 #: a matmul of 1x1 matrices per image and group would be all call overhead (depthwise).
 _SMALL_GROUP = 4
@@ -150,55 +150,69 @@ def _rows(c: PlainConv, tap: tuple[int, ...], h0: int, h1: int) -> tuple[slice, 
     return (slice(None), slice(None), first) + c.tap_slices(tap)[1:]
 
 
+def _tap_operand(view: np.ndarray, g: int, buf: np.ndarray) -> np.ndarray:
+    """One tap's strided slice (n, C, rows, ...) as a (G, C/G, n*P) matrix, copied into ``buf``:
+    every image of the block in one product."""
+    n, ch = view.shape[:2]
+    split = view.reshape((n, g, ch // g) + view.shape[2:])     # splitting an axis: still a view
+    buf[...] = np.moveaxis(split, 0, 2)
+    return buf.reshape(g, ch // g, -1)
+
+
+def _to_images(m: np.ndarray, n: int, shape: tuple[int, ...]) -> np.ndarray:
+    """(G, C/G, n*P) back to an (n, C, *shape) view."""
+    return np.moveaxis(m.reshape((-1, n) + shape), 1, 0)
+
+
 def _contract(wt: np.ndarray, xs: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """out = (G, A, B) x (n, G, B, P) -> (n, G, A, P), summed over B."""
+    """out = (G, A, B) x (G, B, M) -> (G, A, M), summed over B."""
     g, a, b = wt.shape
     if a * b > _SMALL_GROUP:
         return np.matmul(wt, xs, out=out)
     out[...] = 0.0
     for i in range(a):
         for j in range(b):
-            out[:, :, i] += wt[None, :, i, j, None] * xs[:, :, j]
+            out[:, i] += wt[:, i, j, None] * xs[:, j]
     return out
 
 
-def _forward(x: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any) -> np.ndarray:
+def _forward(x: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any, y: np.ndarray) -> np.ndarray:
     g, cg, kg = c.groups, c.cin // c.groups, c.cout // c.groups
-    rest = math.prod(c.out_sp[1:])
+    rest = c.out_sp[1:]
     wg = w.reshape((g, kg, cg) + c.filt)
-    y = np.empty((c.n, c.cout) + c.out_sp)
     xp, padded_for = None, (-1, -1)
     for n0, n1, h0, h1 in _blocks(c):
         if padded_for != (n0, n1):
             xp, padded_for = _pad(x[n0:n1], c), (n0, n1)
-        n, p = n1 - n0, (h1 - h0) * rest
-        acc, part = np.zeros((n, g, kg, p)), np.empty((n, g, kg, p))
+        n, rows = n1 - n0, (h1 - h0,) + rest
+        m = n * math.prod(rows)
+        buf = np.empty((g, cg, n) + rows)
+        acc, part = np.zeros((g, kg, m)), np.empty((g, kg, m))
         for tap in _taps(c):
             _stop(cancel)
-            xs = xp[_rows(c, tap, h0, h1)].reshape(n, g, cg, p)
+            xs = _tap_operand(xp[_rows(c, tap, h0, h1)], g, buf)
             acc += _contract(wg[(Ellipsis,) + tap], xs, part)
-        y[n0:n1, :, h0:h1] = acc.reshape((n, c.cout, h1 - h0) + c.out_sp[1:])
+        y[n0:n1, :, h0:h1] = _to_images(acc, n, rows)
     return y
 
 
-def _backward_data(dy: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any) -> np.ndarray:
+def _backward_data(dy: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any, dx: np.ndarray) -> np.ndarray:
     g, cg, kg = c.groups, c.cin // c.groups, c.cout // c.groups
-    rest = math.prod(c.out_sp[1:])
+    rest = c.out_sp[1:]
     wt = w.reshape((g, kg, cg) + c.filt).swapaxes(1, 2)   # (G, Cg, Kg, *f)
-    dx = np.empty((c.n, c.cin) + c.in_sp)
     dxp, padded_for = None, (-1, -1)
     for n0, n1, h0, h1 in _blocks(c):
         if padded_for != (n0, n1):
             if dxp is not None:
                 dx[padded_for[0]:padded_for[1]] = dxp[(slice(None), slice(None)) + c.inner()]
             dxp, padded_for = np.zeros((n1 - n0, c.cin) + c.padded), (n0, n1)
-        n, p = n1 - n0, (h1 - h0) * rest
-        dys = np.ascontiguousarray(dy[n0:n1, :, h0:h1]).reshape(n, g, kg, p)
-        part = np.empty((n, g, cg, p))
+        n, rows = n1 - n0, (h1 - h0,) + rest
+        dys = _tap_operand(dy[n0:n1, :, h0:h1], g, np.empty((g, kg, n) + rows))
+        part = np.empty((g, cg, dys.shape[-1]))
         for tap in _taps(c):
             _stop(cancel)
             _contract(wt[(Ellipsis,) + tap], dys, part)
-            dxp[_rows(c, tap, h0, h1)] += part.reshape((n, c.cin, h1 - h0) + c.out_sp[1:])
+            dxp[_rows(c, tap, h0, h1)] += _to_images(part, n, rows)
     if dxp is not None:
         dx[padded_for[0]:padded_for[1]] = dxp[(slice(None), slice(None)) + c.inner()]
     return dx
@@ -206,18 +220,19 @@ def _backward_data(dy: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any) -> 
 
 def _backward_weights(x: np.ndarray, dy: np.ndarray, c: PlainConv, cancel: Any) -> np.ndarray:
     g, cg, kg = c.groups, c.cin // c.groups, c.cout // c.groups
-    rest = math.prod(c.out_sp[1:])
+    rest = c.out_sp[1:]
     dw = np.zeros((g, kg, cg) + c.filt)
     xp, padded_for = None, (-1, -1)
     for n0, n1, h0, h1 in _blocks(c):
         if padded_for != (n0, n1):
             xp, padded_for = _pad(x[n0:n1], c), (n0, n1)
-        n, p = n1 - n0, (h1 - h0) * rest
+        n, rows = n1 - n0, (h1 - h0,) + rest
         # (G, Kg, n*P) and, per tap, (G, Cg, n*P): the product sums over images and pixels
-        dyg = dy[n0:n1, :, h0:h1].reshape(n, g, kg, p).transpose(1, 2, 0, 3).reshape(g, kg, n * p)
+        dyg = _tap_operand(dy[n0:n1, :, h0:h1], g, np.empty((g, kg, n) + rows))
+        buf = np.empty((g, cg, n) + rows)
         for tap in _taps(c):
             _stop(cancel)
-            xs = xp[_rows(c, tap, h0, h1)].reshape(n, g, cg, p).transpose(1, 2, 0, 3).reshape(g, cg, n * p)
+            xs = _tap_operand(xp[_rows(c, tap, h0, h1)], g, buf)
             dw[(Ellipsis,) + tap] += np.matmul(dyg, xs.transpose(0, 2, 1))
     return dw.reshape((c.cout, cg) + c.filt)
 
@@ -230,29 +245,31 @@ def _cores() -> int:
 
 
 def _split(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray, c: PlainConv, cancel: Any,
-           both_batched: bool) -> np.ndarray:
-    """``fn(a, b, c, cancel)`` with the batch split over one thread per core and BLAS on
-    one thread; the parts' outputs joined (``both_batched``: weight gradients, summed).
-    Sequential where there is one image or one core, or BLAS's count cannot be pinned."""
+           out: Optional[np.ndarray]) -> np.ndarray:
+    """``fn(a, b, c, cancel[, out])`` with the batch split over one thread per core and BLAS
+    on one thread.  ``out`` (forward, backward data) receives each part's images; without
+    it (weight gradients: both inputs batched) the parts' results are summed.  Sequential
+    where there is one image or one core, or BLAS's count cannot be pinned."""
     parts = min(_cores(), c.n)
     blas = blas_threads()
     old = blas.pin_one() if parts > 1 else None
     if old is None:
-        return fn(a, b, c, cancel)
+        return fn(a, b, c, cancel) if out is None else fn(a, b, c, cancel, out)
     try:
         bounds = [c.n * i // parts for i in range(parts + 1)]
         with ThreadPoolExecutor(parts, thread_name_prefix="miotui-oracle") as pool:
-            futures = [pool.submit(fn, a[lo:hi], b[lo:hi] if both_batched else b, replace(c, n=hi - lo), cancel)
+            futures = [pool.submit(fn, a[lo:hi], b[lo:hi], replace(c, n=hi - lo), cancel) if out is None else
+                       pool.submit(fn, a[lo:hi], b, replace(c, n=hi - lo), cancel, out[lo:hi])
                        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
             results = [f.result() for f in futures]
     finally:
         blas.restore(old)
-    if both_batched:
-        total = results[0]
-        for r in results[1:]:
-            total += r
-        return total
-    return np.concatenate(results)
+    if out is not None:
+        return out
+    total = results[0]
+    for r in results[1:]:
+        total += r
+    return total
 
 
 def conv_oracle(p: ConvProblem, inputs: dict[str, Any], cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
@@ -272,9 +289,9 @@ def conv_oracle(p: ConvProblem, inputs: dict[str, Any], cancel: Optional[Any] = 
     trans = p.mode == "trans"
     if p.direction == "fwd":
         fn = _backward_data if trans else _forward
-        return {"y": _split(fn, t["x"], t["w"], c, cancel, False)}
+        return {"y": _split(fn, t["x"], t["w"], c, cancel, np.empty(p.output_shape))}
     if p.direction == "bwd":
         fn = _forward if trans else _backward_data
-        return {"dx": _split(fn, t["dy"], t["w"], c, cancel, False)}
+        return {"dx": _split(fn, t["dy"], t["w"], c, cancel, np.empty(p.input_shape))}
     xu, dyu = (t["dy"], t["x"]) if trans else (t["x"], t["dy"])
-    return {"dw": _split(_backward_weights, xu, dyu, c, cancel, True)}
+    return {"dw": _split(_backward_weights, xu, dyu, c, cancel, None)}
