@@ -488,3 +488,14 @@ def test_conv_reference_memory_stays_within_what_the_guard_counts(direction):
         tracemalloc.stop()
     held = sum(a.nbytes for a in t.values())
     assert peak + held <= reference.peak_bytes(p, "fp64")
+
+
+def test_a_torch_that_does_not_load_falls_back_and_says_so(monkeypatch):
+    _torch()
+
+    def broken(*_a):
+        raise ImportError("libtorch_cpu.so: cannot open shared object file")
+
+    monkeypatch.setattr(oracle, "_torch_rnn64", broken)
+    res = _verdict(_RNN, "numpy")
+    assert res.status == "ok" and "not independent" in res.reference and "does not load" in res.reference

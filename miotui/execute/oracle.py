@@ -77,7 +77,10 @@ def reference_outputs(problem: Problem, inputs: dict[str, Any], backend: str = "
         return norm_oracle(problem, inputs), name
     if isinstance(problem, RNNProblem):
         if name == RNN_TORCH:
-            return _torch_rnn64(problem, inputs), name
+            try:
+                return _torch_rnn64(problem, inputs), name
+            except (ImportError, OSError):   # installed but not loadable: say what ran instead
+                name = RNN_SELF.replace("torch is not installed", "torch does not load")
         from miotui.execute import reference
         return reference.run_reference(problem, inputs, precision="fp64", cancel=cancel), name
     return ops_oracle(problem, inputs, cancel), name
