@@ -1,7 +1,7 @@
 """The verdict's convolution reference: a direct float64 sum over filter taps.
 
 Every backend's convolution is checked against this, so it shares no code with any of
-them: no im2col, no column buffer, no GEMM helper, no chunk plan, not even the mapping
+them: no im2col, no column buffer, no GEMM helper, none of their chunk plans, not even the mapping
 of a problem to its geometry (:mod:`conv_geometry`).  It is the definition, written out:
 
     y[n, k, o] = sum over the channels c of k's group and the taps t of
