@@ -30,7 +30,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -176,14 +176,20 @@ def _contract(wt: np.ndarray, xs: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+def _padded_blocks(x: np.ndarray, c: PlainConv) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+    """(n0, n1, h0, h1, images n0:n1 padded) per block: each chunk of images padded once."""
+    xp, padded_for = x, (-1, -1)
+    for n0, n1, h0, h1 in _blocks(c):
+        if padded_for != (n0, n1):
+            xp, padded_for = _pad(x[n0:n1], c), (n0, n1)
+        yield n0, n1, h0, h1, xp
+
+
 def _forward(x: np.ndarray, w: np.ndarray, c: PlainConv, cancel: Any, y: np.ndarray) -> np.ndarray:
     g, cg, kg = c.groups, c.cin // c.groups, c.cout // c.groups
     rest = c.out_sp[1:]
     wg = w.reshape((g, kg, cg) + c.filt)
-    xp, padded_for = None, (-1, -1)
-    for n0, n1, h0, h1 in _blocks(c):
-        if padded_for != (n0, n1):
-            xp, padded_for = _pad(x[n0:n1], c), (n0, n1)
+    for n0, n1, h0, h1, xp in _padded_blocks(x, c):
         n, rows = n1 - n0, (h1 - h0,) + rest
         m = n * math.prod(rows)
         buf = np.empty((g, cg, n) + rows)
@@ -222,10 +228,7 @@ def _backward_weights(x: np.ndarray, dy: np.ndarray, c: PlainConv, cancel: Any) 
     g, cg, kg = c.groups, c.cin // c.groups, c.cout // c.groups
     rest = c.out_sp[1:]
     dw = np.zeros((g, kg, cg) + c.filt)
-    xp, padded_for = None, (-1, -1)
-    for n0, n1, h0, h1 in _blocks(c):
-        if padded_for != (n0, n1):
-            xp, padded_for = _pad(x[n0:n1], c), (n0, n1)
+    for n0, n1, h0, h1, xp in _padded_blocks(x, c):
         n, rows = n1 - n0, (h1 - h0,) + rest
         # (G, Kg, n*P) and, per tap, (G, Cg, n*P): the product sums over images and pixels
         dyg = _tap_operand(dy[n0:n1, :, h0:h1], g, np.empty((g, kg, n) + rows))
