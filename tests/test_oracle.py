@@ -137,6 +137,72 @@ def test_every_family_agrees_with_the_backend_and_never_calls_it(problem, monkey
     assert "float64" in reference_name(problem)
 
 
+def _many_problems():
+    """Every variant of every non-conv family the backends run (modes, directions, 2-D/3-D
+    pooling, saved/running statistics, NaN in reductions, ...)."""
+    for mode in ("max", "avg", "avg_in"):
+        for d in ("fwd", "bwd"):
+            for size, win, pad, st in (((9, 8), (3, 3), (1, 1), (2, 2)), ((9, 8), (2, 2), (0, 0), (2, 2)),
+                                       ((7, 7, 6), (3, 3, 3), (1, 1, 1), (1, 2, 2)), ((9, 8), (5, 5), (2, 2), (3, 3))):
+                yield PoolProblem(d, "fp32", 2, 3, size, win, pad, st, mode), None
+    for d in ("fwd_train", "fwd_infer", "bwd"):
+        for m in ("spatial", "per_activation"):
+            for save in (False, True):
+                for running in (False, True):
+                    yield BatchNormProblem(d, "fp32", 4, 3, (5, 6), m, save=save, running=running), None
+    for mode in range(10):
+        for d in ("fwd", "bwd"):
+            yield ActivationProblem(d, "fp32", 2, 3, (4, 5), mode, 0.7, 1.3, 2.0), None
+    for m in ("cross", "within"):
+        for d in ("fwd", "bwd"):
+            for size in (3, 4, 5):
+                yield LRNProblem(d, "fp32", 2, 6, (5, 7), m, size, 0.01, 0.75, 1.0), None
+    for alg in (0, 1, 2):
+        for mode in (0, 1):
+            for d in ("fwd", "bwd"):
+                yield SoftmaxProblem(d, "fp32", 2, 5, (3, 4), alg, mode, 1.0), None
+    for op in range(8):
+        for dims in ((0, 2), (1,), (0, 1, 2)):
+            for idx in ((False, True) if op in (2, 3, 4) else (False,)):
+                for prop in (False, True):
+                    p = ReduceProblem("fwd", "fp32", (6, 5, 4), dims, reduce_op=op, indices=idx, beta=0.5, alpha=1.5,
+                                      nan_propagation=prop)
+                    yield p, None
+                    yield p, "nan"
+    for v in ("layernorm", "addlayernorm", "t5layernorm"):
+        for d in ("fwd", "bwd"):
+            for mode in (0, 1):
+                for nd in (1, 2):
+                    if not (v == "addlayernorm" and d == "bwd"):
+                        yield LayerNormProblem(d, "fp32", (3, 4, 5), normalized_dim=nd, mode=mode, variant=v), None
+    for mode in (0, 1):
+        yield GroupNormProblem("fwd", "fp32", (2, 6, 3, 4), num_groups=3, mode=mode), None
+    for fm in range(7):
+        yield FusionProblem(fm, "fp32", 2, 4, (7, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(2, 1),
+                            dilations=(1, 1)), None
+
+
+_MANY = list(_many_problems())
+
+
+@pytest.mark.parametrize("problem,twist", _MANY, ids=[f"{p.op}-{p.direction}-{i}" for i, (p, _) in enumerate(_MANY)])
+def test_every_variant_agrees_with_the_numpy_backend(problem, twist):
+    """Two independent formulations giving the same float64 numbers on every variant
+    (the numpy backend's own are checked against torch in test_reference_*.py)."""
+    inputs = reference.make_inputs(problem, 0)
+    if twist == "nan":   # a NaN and a negative value: MIOpen's NaN rules and signs
+        inputs["x"] = inputs["x"].copy()
+        inputs["x"][0, 0, 0] = np.nan
+        inputs["x"][1, 2, 3] = -0.5
+    want = reference.run_reference(problem, inputs, precision="fp64")
+    got, _ = reference_outputs(problem, inputs)
+    assert set(got) == set(want)
+    for name in want:
+        w, g = np.asarray(want[name], dtype=np.float64), np.asarray(got[name], dtype=np.float64)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=name)
+        np.testing.assert_allclose(np.nan_to_num(g), np.nan_to_num(w), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
 # ----------------------------------------------------------------------------- conv against torch
 
 def _torch():
@@ -207,14 +273,21 @@ def test_conv_gradients_match_torch_autograd(case, direction):
     np.testing.assert_allclose(got["dx" if direction == "bwd" else "dw"], want, rtol=1e-10, atol=1e-10)
 
 
+_TRANS = [  # (nd, filter, pad, stride, dilation, output padding, groups)
+    (2, 3, 1, 2, 1, 1, 2), (3, 3, 1, 2, 1, 1, 2), (2, 2, 0, 3, 2, 1, 1), (2, 4, 2, 1, 1, 0, 3),
+    (2, 3, 0, 2, 2, 1, 1), (3, 2, 1, 2, 1, 0, 1), (2, 1, 0, 2, 1, 1, 2),
+]
+
+
 @pytest.mark.parametrize("direction", ["fwd", "bwd", "wrw"])
-@pytest.mark.parametrize("nd", [2, 3])
-def test_transposed_conv_matches_torch(direction, nd):
-    """Transposed convolution (groups, dilation, stride, output padding) against torch's
-    float64 conv_transpose and its autograd."""
+@pytest.mark.parametrize("geometry", _TRANS, ids=[f"{g[0]}d-f{g[1]}p{g[2]}s{g[3]}d{g[4]}a{g[5]}g{g[6]}" for g in _TRANS])
+def test_transposed_conv_matches_torch(direction, geometry):
+    """Transposed convolution (groups, dilation, stride, output padding, 2-D / 3-D)
+    against torch's float64 conv_transpose and its autograd."""
     torch, F = _torch()
-    p = ConvProblem(direction, "fp32", 2, 4, 6, (5,) * nd, (3,) * nd, (1,) * nd, (2,) * nd, (1,) * nd, 2,
-                    "trans", (1,) * nd)
+    nd, f, pad, st, dil, adj, g = geometry
+    p = ConvProblem(direction, "fp32", 2, 2 * g, 3 * g, (5,) * nd, (f,) * nd, (pad,) * nd, (st,) * nd, (dil,) * nd, g,
+                    "trans", (adj,) * nd)
     t = reference.make_inputs(p, 3)
     fwd = reference.make_inputs(dataclasses.replace(p, direction="fwd"), 3)
     x = torch.from_numpy(np.asarray(fwd["x"], dtype=np.float64)).requires_grad_(True)
