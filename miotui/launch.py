@@ -69,21 +69,46 @@ def _check_paths(paths: list[str]) -> Optional[str]:
 
 
 def config_report() -> tuple[Any, list[str]]:
-    """(the keymap, every problem with it or the settings) for the app and --check-config."""
+    """(the keymap, every problem with it or the settings) for the app and --check-config.
+    The keymap returned holds only key names Textual can produce (the others are problems)."""
     from miotui.app import binding_scopes
-    from miotui.config import check_keymap, load_keymap
-    keymap = load_keymap()
-    return keymap, check_keymap(keymap, binding_scopes())
+    from miotui.config import check_keymap, load_keymap, with_valid_keys
+    scopes = binding_scopes()
+    defaults = {bid: keys for _, bindings in scopes for bid, keys in bindings}
+    keymap = with_valid_keys(load_keymap(), is_key_name, defaults)
+    return keymap, check_keymap(keymap, scopes)
+
+
+#: the modifiers Textual puts before a key's name (``ctrl+shift+up``)
+_MODIFIERS = frozenset(("shift", "ctrl", "alt", "meta", "super", "hyper"))
+
+
+def is_key_name(key: str) -> bool:
+    """True for a key name a binding can use: a Textual key (``escape``, ``f5``,
+    ``ctrl+r``), one printable character (``E``, ``?``), a character's name
+    (``question_mark``, ``slash``), each with modifiers (``alt+shift+up``)."""
+    from textual.keys import KEY_ALIASES, REPLACED_KEYS, Keys, key_to_character
+    *mods, base = key.split("+")
+    if len(set(mods)) != len(mods) or not _MODIFIERS.issuperset(mods):
+        return False
+    if len(base) == 1:
+        return base.isprintable() and not base.isspace()
+    named = {k.value for k in Keys if not k.value.startswith("<")}
+    named.update(alias for aliases in KEY_ALIASES.values() for alias in aliases)
+    if base in named or base in REPLACED_KEYS or key in named:
+        return True
+    return key_to_character(base) is not None
 
 
 def check_config() -> int:
     """``miotui --check-config``: say what is wrong with the keymap; 1 when anything is."""
     from miotui.config import settings_path
-    keymap, problems = config_report()
-    print(f"keymap: {keymap.path} ({len(keymap.keys)} binding(s) remapped)")
-    print(f"settings: {settings_path()}")
+    from miotui.safe_text import visible
+    keymap, problems = config_report()     # a problem quotes the file's text: shown visibly
+    print(visible(f"keymap: {keymap.path} ({len(keymap.keys)} binding(s) remapped)"))
+    print(visible(f"settings: {settings_path()}"))
     for problem in problems:
-        print(f"  problem: {problem}")
+        print(visible(f"  problem: {problem}"))
     if not problems:
         print("  no problems")
     return 1 if problems else 0
@@ -202,8 +227,9 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
     paths = list(paths)
     if not follow and not demo:
         error = _check_paths(paths)
-        if error:
-            print(f"miotui: {error}", file=sys.stderr)
+        if error:   # it names a path as given: a pasted name may hold an escape
+            from miotui.safe_text import visible
+            print(f"miotui: {visible(error)}", file=sys.stderr)
             return 2
     stdin_fd = None
     if "-" in paths:

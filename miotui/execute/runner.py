@@ -273,12 +273,15 @@ def dump_tensors(directory: str, inputs: dict[str, Any], outputs: dict[str, Any]
     A buffer that is both read and written (a reduction's ``y`` with beta, batch norm's
     running averages) keeps its input as ``<name>_in.npy``, so neither overwrites the other."""
     import numpy as np
+
+    from miotui.output_file import open_output
     os.makedirs(directory, exist_ok=True)
     paths = []
     named = [(f"{k}_in" if k in outputs else k, v) for k, v in inputs.items()] + list(outputs.items())
     for name, arr in named:
         safe = "".join(ch for ch in name if ch.isalnum() or ch in "_-") or "tensor"
         path = os.path.join(directory, f"{safe}.npy")
-        np.save(path, np.asarray(arr))
+        with open_output(path, binary=True) as fh:    # never through a link planted at x.npy
+            np.save(fh, np.asarray(arr))
         paths.append(path)
     return tuple(paths)
