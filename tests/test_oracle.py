@@ -572,3 +572,13 @@ def test_a_torch_that_does_not_load_falls_back_and_says_so(monkeypatch):
     monkeypatch.setattr(oracle, "_torch_rnn64", broken)
     res = _verdict(_RNN, "numpy")
     assert res.status == "ok" and "not independent" in res.reference and "does not load" in res.reference
+
+
+def test_the_issue_scenario_a_flipped_filter_in_numpys_gemm_fails_numpy_not_torch(monkeypatch):
+    """Issue 19: a flipped filter injected into numpy's GEMM step left numpy 'ok' (its own
+    code in float64 agreed with it) and marked the correct torch FAILED.  Now numpy fails
+    and torch passes."""
+    _torch()
+    _mut_numpy_gemm_taps(monkeypatch)
+    assert _verdict(_CONV, "numpy").status == "failed"
+    assert _verdict(_CONV, "torch").status == "ok"
