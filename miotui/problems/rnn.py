@@ -111,9 +111,12 @@ class RNNProblem(ProblemBase):
     @property
     def rows(self) -> int:
         """Input vectors processed per layer: the sum of the per-step batch sizes, or of the
-        per-sample lengths where ``rnn_seq`` gives them (padding steps are not computed)."""
+        per-sample lengths where ``rnn_seq`` gives them (padding steps are not computed; a
+        list shorter than the batch stands for its last length repeated, as the driver's ``-K``
+        does, and is never expanded: the batch is a logged number)."""
         if self.seq_lens:
-            return sum(self.seq_lens)
+            lens = self.seq_lens[:self.n]
+            return sum(lens) + (self.n - len(lens)) * lens[-1]
         return self.batch[0] * self.seq_len if len(self.batch) == 1 else sum(self.batch)
 
     def layer_in(self, layer: int) -> int:
@@ -123,24 +126,26 @@ class RNNProblem(ProblemBase):
             return self.hidden * self.directions
         return 0 if self.input_mode == "skip" else self.in_size
 
+    def _layer_weights(self, width: int) -> int:
+        """Weights of one direction of one layer whose input is ``width`` wide."""
+        per_dir = self.gates * self.hidden * (width + self.hidden)
+        return per_dir + (2 * self.gates * self.hidden if self.bias else 0)
+
     @property
     def weight_count(self) -> int:
-        count = 0
-        for layer in range(self.layers):
-            per_dir = self.gates * self.hidden * (self.layer_in(layer) + self.hidden)
-            if self.bias:
-                per_dir += 2 * self.gates * self.hidden
-            count += per_dir * self.directions
-        return count
+        """Closed form (the first layer, then ``layers - 1`` alike): ``layers`` is a logged
+        number up to 2**31 - 1, and a loop over it took half an hour (issue 27)."""
+        first = self._layer_weights(self.layer_in(0))
+        rest = (self.layers - 1) * self._layer_weights(self.hidden * self.directions)
+        return (first + rest) * self.directions
 
     @property
     def flops(self) -> int:
         """2 multiply-adds per weight per input vector, every layer and direction (the same
-        count for the backward-data and backward-weights passes)."""
-        total = 0
-        for layer in range(self.layers):
-            total += 2 * self.rows * self.gates * self.hidden * (self.layer_in(layer) + self.hidden)
-        return total * self.directions
+        count for the backward-data and backward-weights passes); closed form, as
+        ``weight_count``."""
+        widths = (self.layer_in(0) + self.hidden) + (self.layers - 1) * (self.hidden * self.directions + self.hidden)
+        return 2 * self.rows * self.gates * self.hidden * widths * self.directions
 
     @property
     def bytes_moved(self) -> int:
