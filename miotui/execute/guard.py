@@ -104,7 +104,7 @@ def rnn_with_batch(p: RNNProblem, n: int) -> RNNProblem:
     if len(set(lens)) == 1:
         lens = lens[:1]   # the last length stands for every sample after it
     elif lens:
-        check_listed(f"{n} samples' sequence lengths", n)
+        check_listed("per-sample sequence lengths", n)
         lens = tuple(lens[i * len(lens) // n] for i in range(n))
     return dataclasses.replace(p, batch=batch, seq_lens=lens)
 

@@ -36,10 +36,11 @@ __all__ = ["MAX_DIM", "MAX_LISTED", "check_listed", "collapse_repeats", "expande
 
 
 def check_listed(what: str, count: int, limit: int = MAX_LISTED) -> None:
-    """Refuse (``ProblemError``) to spell out ``count`` elements of ``what`` past ``limit``."""
+    """Refuse (``ProblemError``) to spell out ``count`` ``what`` (a plural: "per-step sizes")
+    one by one past ``limit``."""
     if count > limit:
-        raise ProblemError(f"{what}: {count:,} entries would have to be listed one by one; more than {limit:,} "
-                           f"are not modelled")
+        raise ProblemError(f"{count:,} {what} would have to be listed one by one: more than {limit:,} {what} are "
+                           f"not modelled")
 
 
 def collapse_repeats(values: Sequence[int], count: int) -> tuple[int, ...]:
