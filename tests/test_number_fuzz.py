@@ -77,6 +77,9 @@ NAMED = {
     # issue 26: per-step batch lists padded to the sequence length
     "rnn -k 2147483647 -n 4,2": "$ MIOpenDriver rnn -n 4,2 -W 8 -H 8 -l 1 -m lstm -k 2147483647 -F 1",
     "rnn -k 2147483647 -n 4": "$ MIOpenDriver rnn -n 4 -W 8 -H 8 -l 1 -m lstm -k 2147483647 -F 1",
+    # the most steps whose differing batch sizes are listed: 329 KB of JSON, 131 KB of CSV and of driver
+    # commands from this 60-byte line, before the outputs showed the list as the driver takes it
+    "rnn -k 65536 -n 4,3": "$ MIOpenDriver rnn -n 4,3 -W 8 -H 8 -l 1 -m lstm -k 65536 -F 1",
 }
 
 
@@ -124,3 +127,10 @@ def test_rnn_of_two_billion_layers_decodes_with_its_derived_values():
     doc = _decode_json(NAMED["rnn -l 2147483647"])
     (layer,) = doc["layers"]
     assert layer["problem"]["layers"] == 2147483647 and not doc["undecoded"]
+
+
+def test_rnn_per_step_batches_are_shown_as_the_driver_takes_them():
+    doc = _decode_json(NAMED["rnn -k 65536 -n 4,3"])
+    (layer,) = doc["layers"]
+    assert layer["problem"]["batch"] == [4, 3] and layer["problem"]["seq_len"] == 65536
+    assert "-n 4,3 " in layer["driver_command"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from miotui.problems.base import CONV_DIRECTIONS, ProblemBase, check, check_common, check_finite, check_positive
+from miotui.problems.limits import collapse_repeats
 
 RNN_MODES = ("relu", "tanh", "lstm", "gru")
 #: gates per cell: the number of hidden-sized matrix products each step does per layer
@@ -30,7 +31,7 @@ class RNNProblem(ProblemBase):
 
     ``batch`` is the batch size of each time step, as MIOpen's driver takes it (one value
     when every step has the same; a non-increasing list for packed variable-length
-    sequences).  ``api`` says which MIOpen entry point (and driver) it came from: ``rnn``
+    sequences, one per step, at most ``MAX_LISTED`` of them; shown as ``listed_batch``).  ``api`` says which MIOpen entry point (and driver) it came from: ``rnn``
     (descriptor arrays) or ``rnn_seq`` (sequence tensors, with per-sample ``seq_lens``).
     """
 
@@ -80,6 +81,21 @@ class RNNProblem(ProblemBase):
             check_positive("seq_lens", v)
             check(v <= self.seq_len, f"a sequence length ({v}) exceeds the maximum ({self.seq_len})")
         check(self.io_layout in (0, 1, 2, 3), f"io layout must be 0..3, got {self.io_layout!r}")
+
+    @property
+    def listed_batch(self) -> tuple[int, ...]:
+        """``batch`` as the driver's ``-n`` takes it: the repeated tail collapsed (the driver
+        repeats the last size over the remaining steps).  What keys, JSON and driver commands
+        show, so a 60-byte line asking for 65,536 steps of two batch sizes writes two numbers,
+        not 65,536 (``miotui.problems.limits``)."""
+        return collapse_repeats(self.batch, self.seq_len)
+
+    def shown_values(self) -> tuple:
+        values = self._field_values()(self)
+        if len(self.batch) == 1:
+            return values
+        at = self._field_names().index("batch")
+        return values[:at] + (self.listed_batch,) + values[at + 1:]
 
     @property
     def lossy_fields(self) -> frozenset[str]:

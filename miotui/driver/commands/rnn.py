@@ -151,7 +151,8 @@ def write_rnn(p: RNNProblem, version: Optional[tuple[int, ...]] = None) -> list[
         argv += _tail(p)
     else:
         sub = rnn_table.RNN
-        argv = [base_for(sub, p.dtype, version=version), "-n", ",".join(str(b) for b in p.batch), "-W", p.in_size]
+        argv = [base_for(sub, p.dtype, version=version), "-n", ",".join(str(b) for b in p.listed_batch), "-W",
+                p.in_size]
         argv += _shared_flags(p)
         if p.padded:
             argv += ["-q", 1]
