@@ -31,8 +31,9 @@ class RNNProblem(ProblemBase):
 
     ``batch`` is the batch size of each time step, as MIOpen's driver takes it (one value
     when every step has the same; a non-increasing list for packed variable-length
-    sequences, one per step, at most ``MAX_LISTED`` of them; shown as ``listed_batch``).  ``api`` says which MIOpen entry point (and driver) it came from: ``rnn``
-    (descriptor arrays) or ``rnn_seq`` (sequence tensors, with per-sample ``seq_lens``).
+    sequences, one per step, at most ``MAX_LISTED`` of them; shown as ``listed_batch``).
+    ``api`` says which MIOpen entry point (and driver) it came from: ``rnn`` (descriptor
+    arrays) or ``rnn_seq`` (sequence tensors, with per-sample ``seq_lens``).
     """
 
     op: ClassVar[str] = "rnn"
