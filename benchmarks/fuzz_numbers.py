@@ -22,10 +22,12 @@ totals.  Exit status 1 when any case fails or the RNN extreme takes 1 s or more.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -37,16 +39,15 @@ RNN_EXTREME = ("MIOpen(HIP): Command [LogCmdRNN] ./bin/MIOpenDriver rnn -n 256 -
                "-p 0 -r 0 -q 0 -k 45 -c 0 -F 1 -t 1 -w 1")
 
 
-def real_log_cases() -> list[nf.Case]:
-    """Every number of every real excerpt, one at a time, the file decoded whole."""
-    out = []
+def real_log_cases() -> Iterator[nf.Case]:
+    """Every number of every real excerpt, one at a time, the file decoded whole (made as
+    they are run: all of them at once would hold ~70,000 copies of the files)."""
     for path in sorted((ROOT / "tests" / "data" / "real_logs").glob("*.log")):
         text = path.read_text(errors="replace")
         for m in re.finditer(r"\d+", text):
             for value in nf.HOSTILE:
-                out.append(nf.Case(f"{path.name} number {m.group()!r}@{m.start()} -> {value}",
-                                   text[:m.start()] + value + text[m.end():]))
-    return out
+                yield nf.Case(f"{path.name} number {m.group()!r}@{m.start()} -> {value}",
+                              text[:m.start()] + value + text[m.end():])
 
 
 def rnn_extreme(repeats: int = 5) -> tuple[float, float]:
@@ -67,11 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-gib", type=float, default=4.0, help="address-space cap for this process")
     ns = ap.parse_args(argv)
     nf.limit_memory(ns.memory_gib)
-    cases = nf.all_cases() + (real_log_cases() if ns.real_logs else [])
+    cases = itertools.chain(nf.all_cases(), real_log_cases() if ns.real_logs else ())
     start = time.perf_counter()
-    failed = 0
+    failed = count = 0
     slowest = largest = hungriest = None
     for case in cases:
+        count += 1
         o = nf.check(case)
         if o.failures:
             failed += 1
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if hungriest is None or o.peak_bytes > hungriest.peak_bytes:
             hungriest = o
     total = time.perf_counter() - start
-    print(f"{len(cases)} lines in {total:.1f} s, {failed} failed")
+    print(f"{count} lines in {total:.1f} s, {failed} failed")
     if slowest is not None:
         print(f"slowest: {slowest.seconds * 1e3:.0f} ms ({slowest.case.name})")
         print(f"most output: {largest.output_bytes / 1024:.1f} KB ({largest.case.name})")
