@@ -133,3 +133,15 @@ def test_rnn_closed_forms_equal_the_per_layer_sums(layers, kw):
         weights += per_dir * p.directions
         flops += 2 * p.rows * p.gates * p.hidden * (width + p.hidden) * p.directions
     assert (p.weight_count, p.flops) == (weights, flops)
+
+
+@pytest.mark.parametrize("kw", [dict(batch=(4,), seq_len=7), dict(batch=(4, 3, 3, 1), seq_len=4),
+                                dict(batch=(5,), seq_len=6, api="rnn_seq", seq_lens=(6, 2)),
+                                dict(batch=(3,), seq_len=6, api="rnn_seq", seq_lens=(6, 5, 4, 2)),
+                                dict(batch=(3,), seq_len=6, api="rnn_seq")])
+def test_rnn_rows_closed_form_equals_the_per_sample_sum(kw):
+    """The guard's closed form and the problem's row count are the sum of the per-sample
+    lengths the reference builds (a -K list shorter than the batch repeats its last length)."""
+    from miotui.execute.layer_shapes import rnn_rows, rnn_sample_lengths
+    p = RNNProblem("fwd", "fp32", "gru", in_size=8, hidden=8, **kw)
+    assert rnn_rows(p) == sum(rnn_sample_lengths(p)) == p.rows
