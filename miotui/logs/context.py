@@ -78,15 +78,24 @@ class LogContext:
         st = os.stat(self.path)
         ident = (st.st_dev, st.st_ino)
         gz = self.path.endswith(".gz")
-        if self._fh is not None and (ident != self._ident or (not gz and st.st_size < self._scanned)):
-            self._fh.close()
-            self._fh = None
+        if self._ident is not None and (ident != self._ident or (not gz and st.st_size < self._scanned)):
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
             self._reset_index()
             self.reset_count += 1
         if self._fh is None:
             self._fh = gzip.open(self.path, "rb") if gz else open(self.path, "rb", buffering=0)
             self._ident = ident
         return self._fh
+
+    def _let_go(self) -> None:
+        """A plain file is closed after each call (reopened by name next time): a pane
+        opened on many files must not hold a descriptor for each, which a run or a
+        followed file may need.  A ``.gz`` stays open (reopening it decompresses again)."""
+        if self._fh is not None and not self.path.endswith(".gz"):
+            self._fh.close()
+            self._fh = None
 
     def _known(self) -> int:
         return self._lines + (1 if self._scanned > self._line_start else 0)
@@ -187,8 +196,11 @@ class LogContext:
     def index_to_end(self, budget: Optional[int] = None) -> int:
         """Index as far as the file goes now (a followed file grows); returns the lines known."""
         with self._lock:
-            self._extend(None, budget)
-            return self._known()
+            try:
+                self._extend(None, budget)
+                return self._known()
+            finally:
+                self._let_go()
 
     def read(self, first: int, count: int) -> list[Line]:
         """Lines ``first`` .. ``first + count - 1`` (1-based) that exist, as text (invalid
@@ -198,39 +210,45 @@ class LogContext:
         if count <= 0:
             return []
         with self._lock:
-            self._extend(first + count, None)
-            known = self._known()
-            if first > known:
-                return []
-            slot = (first - 1) // self.step
-            line = slot * self.step + 1
-            fh = self._open()
-            fh.seek(self._offsets[slot])
-            out: list[Line] = []
-            carry = b""
-            after_cr = False
-            last = min(first + count - 1, known)
-            while line <= last:
-                data = fh.read(CHUNK)
-                if not data:
-                    if carry and line >= first:
-                        out.append(Line(line, self._text(carry)))
+            try:
+                return self._read(first, count)
+            finally:
+                self._let_go()
+
+    def _read(self, first: int, count: int) -> list[Line]:
+        self._extend(first + count, None)
+        known = self._known()
+        if first > known:
+            return []
+        slot = (first - 1) // self.step
+        line = slot * self.step + 1
+        fh = self._open()
+        fh.seek(self._offsets[slot])
+        out: list[Line] = []
+        carry = b""
+        after_cr = False
+        last = min(first + count - 1, known)
+        while line <= last:
+            data = fh.read(CHUNK)
+            if not data:
+                if carry and line >= first:
+                    out.append(Line(line, self._text(carry)))
+                break
+            if after_cr and data.startswith(b"\n"):
+                data = data[1:]
+            after_cr = data.endswith(b"\r")
+            data = carry + data
+            pieces = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            carry = pieces.pop()
+            for piece in pieces:
+                if line >= first:
+                    out.append(Line(line, self._text(piece)))
+                line += 1
+                if line > last:
                     break
-                if after_cr and data.startswith(b"\n"):
-                    data = data[1:]
-                after_cr = data.endswith(b"\r")
-                data = carry + data
-                pieces = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-                carry = pieces.pop()
-                for piece in pieces:
-                    if line >= first:
-                        out.append(Line(line, self._text(piece)))
-                    line += 1
-                    if line > last:
-                        break
-                if len(carry) > self.max_line * 4:
-                    carry = carry[:self.max_line * 4]
-            return out
+            if len(carry) > self.max_line * 4:
+                carry = carry[:self.max_line * 4]
+        return out
 
     def _text(self, raw: bytes) -> str:
         text = raw[:self.max_line * 4].decode("utf-8", "replace")

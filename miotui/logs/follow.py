@@ -35,7 +35,7 @@ from typing import Optional
 
 from miotui.catalog import Catalog
 from miotui.logs.dirwatch import APPEAR_MASK, DirWatcher, open_watcher
-from miotui.logs.follow_source import ACTIVE_GRACE_S, FollowEvent, Source, SourceStats
+from miotui.logs.follow_source import ACTIVE_GRACE_S, FollowEvent, Slot, Source, SourceStats
 from miotui.logs.job import JobStatus, JobWatcher, find_writer_pid
 from miotui.logs.linetail import TAIL_LINES, LineTail
 
@@ -59,6 +59,44 @@ LOOKS_PER_S = 500
 GLOB_INTERVAL = 1.0
 #: Follow events kept for the UI (older ones are dropped if nobody drains them).
 EVENTS_KEPT = 500
+#: Descriptors a stream (a FIFO, a .gz being read) may hold past the budget (taken from
+#: the reserve: a stream cannot be closed between reads).
+EXTRA_SLOTS = 8
+
+
+def fd_reserve(soft_limit: int) -> int:
+    """Descriptors left to the rest of the process under a limit of ``soft_limit``: a run's
+    threads and imports, MIOpenDriver's pipes, exports, the raw-log pane, the terminal."""
+    return max(64, min(256, soft_limit // 8))
+
+
+def open_descriptor_count() -> int:
+    """Descriptors this process has open now (an estimate where it cannot be listed)."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder))
+        except OSError:
+            continue
+    return 16
+
+
+def descriptor_limit() -> int:
+    """The soft open-file limit (``ulimit -n``); 1 << 16 where it is unlimited or unknown."""
+    try:
+        import resource
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return 1 << 16
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 1 << 16
+    return int(soft)
+
+
+def descriptor_budget() -> int:
+    """How many followed files may stay open at once: the limit, less what is open now and
+    the reserve (:func:`fd_reserve`).  Files past it are closed between reads."""
+    soft = descriptor_limit()
+    return max(0, soft - open_descriptor_count() - fd_reserve(soft) - EXTRA_SLOTS)
 
 
 def is_pattern(path: str) -> bool:
@@ -79,7 +117,7 @@ class LogReader:
 
     def __init__(self, catalog: Catalog, patterns: list[str], *, follow: bool,
                  poll_interval: float = POLL_INTERVAL, tail_lines: int = TAIL_LINES,
-                 stdin_fd: Optional[int] = None) -> None:
+                 stdin_fd: Optional[int] = None, max_open: Optional[int] = None) -> None:
         self.catalog = catalog
         self.patterns = list(patterns)
         self.follow = follow
@@ -87,6 +125,11 @@ class LogReader:
         self.tail_lines = tail_lines
         self.stdin_fd = stdin_fd
         self.chunk = CHUNK
+        #: followed files kept open at most (None: :func:`descriptor_budget` at start)
+        self.max_open = max_open
+        self.held_descriptors = 0
+        self._extra_held = 0
+        self._parked_told = False
         self.sources: list[Source] = []
         #: the longest single feed of the scanner (it holds the catalog lock meanwhile), seconds
         self.longest_feed_s = 0.0
@@ -114,6 +157,8 @@ class LogReader:
         """Start the reader thread.  No file is touched here (this runs in the UI thread):
         globs are expanded and directories watched by the reader thread itself."""
         self.started = time.monotonic()
+        if self.max_open is None:
+            self.max_open = descriptor_budget()
         for p in self.patterns:
             if p in self._known:
                 continue     # named twice: read once
@@ -191,6 +236,33 @@ class LogReader:
         idle one): each kind of look is kept under ``LOOKS_PER_S`` a second in all."""
         return (max(self.poll_interval, self._active_count / LOOKS_PER_S),
                 max(IDLE_POLL, len(self.sources) / LOOKS_PER_S))
+
+    def take_slot(self, stream: bool) -> Slot:
+        """A descriptor slot for a source's open file, or "" (the file is then closed
+        between reads); a stream, which cannot be, may take one of ``EXTRA_SLOTS`` more."""
+        if self.held_descriptors < (self.max_open or 0):
+            self.held_descriptors += 1
+            return "budget"
+        if stream and self._extra_held < EXTRA_SLOTS:
+            self._extra_held += 1
+            return "extra"
+        return ""
+
+    def release_slot(self, slot: Slot) -> None:
+        if slot == "budget":
+            self.held_descriptors -= 1
+        elif slot == "extra":
+            self._extra_held -= 1
+
+    def note_parked(self, src: Source) -> None:
+        """The first file past the budget: say once what that means (the status bar)."""
+        if self._parked_told:
+            return
+        self._parked_told = True
+        self.emit(FollowEvent(src.path, "limit", (
+            f"more files than the open-file budget ({self.max_open:,} of `ulimit -n` {descriptor_limit():,}, the "
+            f"rest kept for runs and drivers): files past it are closed between reads and reopened by name, so "
+            f"one deleted or rotated away is not read to its end")))
 
     def watch_path(self, src: Source) -> None:
         """Be told (inotify) when ``src``'s file, or its directory, changes."""

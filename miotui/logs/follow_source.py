@@ -38,7 +38,7 @@ import stat
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from miotui.logs.fingerprint import Fingerprint
 from miotui.logs.linetail import LineTail
@@ -52,6 +52,10 @@ MAX_HOSTS = 16
 ACTIVE_GRACE_S = 2.0
 #: Idle looks are rounded up to a multiple of this many seconds (see ``Source._idle``).
 IDLE_QUANTUM = 0.1
+
+#: A descriptor slot of the reader: one of its budget, one of the few extra a stream (a
+#: FIFO, a .gz read once) may take past it, or none (the file is reopened for each read).
+Slot = Literal["", "budget", "extra"]
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 #: What may precede MIOpen's prefix on a line: a host name or a launcher's rank tag
@@ -124,6 +128,10 @@ class Source:
         self._writer = False            # a FIFO: a writer is connected
         self._stream_poll: Any = None
         self._ident: tuple[int, int] = (0, 0)   # (inode, device) of the open file
+        #: the reader's descriptor slot this source holds ("": none, its file is closed
+        #: between steps and reopened by name: ``parked``)
+        self.slot: Slot = ""
+        self.parked = False
         self._fp = Fingerprint()
         self._last_key: Optional[tuple[int, int]] = None
         self._deleted = False
@@ -215,7 +223,7 @@ class Source:
         except Exception as e:  # pragma: no cover - scanner bugs are reported, not raised
             self._event("error", f"{self.path}: scanner failed at end: {e}")
 
-    def close(self) -> None:
+    def close(self, release: bool = True) -> None:
         if self._gz is not None:
             raw = self._gz.fileobj
             for closing in (self._gz, raw):
@@ -235,6 +243,23 @@ class Source:
                 pass
         if not self.is_stdin:
             self._fd = None
+        if release and self.slot:
+            self.reader.release_slot(self.slot)
+            self.slot = ""
+        self.parked = False
+
+    def _park(self) -> None:
+        """Close the file until the next step (no descriptor slot is free): the next step
+        reopens it by name and checks that it is the same file (:meth:`_reopen`)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        if not self.parked:
+            self.parked = True
+            self.reader.note_parked(self)
 
     def fail(self, error: BaseException) -> None:
         """An unexpected error: say so and stop this source (the others go on)."""
@@ -262,7 +287,16 @@ class Source:
     # ------------------------------------------------------------------ one step
 
     def step(self, now: float) -> bool:
-        """Do a bounded piece of work; True when bytes were read."""
+        """Do a bounded piece of work; True when bytes were read.  A regular file that holds
+        no descriptor slot is closed again at the end of the step, whatever happened."""
+        try:
+            return self._step(now)
+        finally:
+            if not self.slot and self._fd is not None and not self._stream and self._gz is None \
+                    and not self.is_stdin and not self.finished:
+                self._park()
+
+    def _step(self, now: float) -> bool:
         if self.finished:
             return False
         if self.scanner is None:
@@ -270,7 +304,7 @@ class Source:
         if self.is_stdin:
             return self._step_stdin(now)
         if self._fd is None:
-            return self._try_open(now)
+            return self._reopen(now) if self.parked else self._try_open(now)
         if self._stream:
             return self._step_fifo(now)
         if self._gz is not None:
@@ -320,6 +354,13 @@ class Source:
             if self.is_gzip and not stat.S_ISREG(st.st_mode):
                 os.close(fd)
                 return None, None, "not a file", "is not a regular file (a .gz is read only from a file)"
+            must_hold = self.is_gzip or not stat.S_ISREG(st.st_mode)   # a stream cannot be reopened where it was
+            if not self.slot:
+                self.slot = self.reader.take_slot(must_hold)
+            if must_hold and not self.slot:
+                os.close(fd)
+                return None, None, "queued", f"waits for a descriptor (all {self.reader.max_open:,} of the " \
+                                             f"open-file budget are in use)"
             return fd, st, "", ""
         os.close(fd)
         what = "a directory" if stat.S_ISDIR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode) \
@@ -329,6 +370,14 @@ class Source:
     def _try_open(self, now: float) -> bool:
         fd, st, state, why = self._open_path()
         if fd is None or st is None:
+            if state == "queued":
+                if why != self._problem:
+                    self._problem = why
+                    self.state = state
+                    self._event("limit", f"{self.path} {why}")
+                self.busy = False
+                self.due = now + IDLE_QUANTUM
+                return False
             if not self.reader.follow:
                 self.state = "error"
                 self._event("error", f"{self.path}: no such file" if state == "waiting" else f"{self.path} {why}")
@@ -351,6 +400,62 @@ class Source:
             self._event("recreated", f"{self.path} can be read now")
         self.reader.watch_path(self)
         return False
+
+    def _reopen(self, now: float) -> bool:
+        """A parked file (no descriptor slot): look at its name, and reopen it only when it
+        may hold something new.  The file reopened must be the one read (same device and
+        inode; its content is compared by ``_step_file`` whenever its size or time moved);
+        another file at the name is read from its start, and what could not be read of
+        the old one (not kept open) is said."""
+        if not self.busy and self._drain_to is None:
+            try:
+                named: Optional[os.stat_result] = os.stat(self.path)
+            except OSError:
+                named = None
+            if named is not None and (named.st_ino, named.st_dev) == self._ident \
+                    and (named.st_size, named.st_mtime_ns) == self._last_key and named.st_size == self.position:
+                self._idle(now)      # nothing new: one stat, no descriptor
+                return False
+        fd, st, state, why = self._open_path()
+        if fd is None or st is None:
+            if state != "waiting":         # there, but not readable now: retried
+                if why != self._problem:
+                    self._problem = why
+                    self.state = state
+                    self._event("waiting", f"{self.path} {why}; retrying, like tail -F")
+                self.busy = False
+                self._idle(now)
+                return False
+            self._event("deleted", f"{self.path} was deleted or moved away; it was not kept open (more files "
+                                   f"than the open-file budget), so it is not read further{self._unread()}; "
+                                   f"waiting for a file at the path")
+            self._end_line()
+            self.parked = False
+            self._ident = (0, 0)
+            self._problem = "does not exist"
+            self.state = "waiting"
+            self.busy = False
+            self._idle(now)
+            return False
+        if (st.st_ino, st.st_dev) != self._ident:
+            lost = self._unread()
+            self._end_line()
+            self._fd = fd
+            self.parked = False
+            self._adopt(fd, st, announce=False)
+            self._event("rotated", f"{self.path} is another file now (rotated or re-created); reading it from its "
+                                   f"start{lost}")
+            self.reader.watch_path(self)
+            return False
+        self._fd = fd
+        return self._step_file(now)
+
+    def _unread(self) -> str:
+        """What a parked file that went away still held for us, said in an event."""
+        left = self.known_size - self.position
+        if left <= 0:
+            return ""
+        return f" ({left:,} bytes of the old file were not read: it was not kept open, over the open-file budget)"
 
     def _adopt(self, fd: int, st: os.stat_result, *, announce: bool = True) -> None:
         """Start reading a freshly opened descriptor from its start (``announce``: say
@@ -584,7 +689,7 @@ class Source:
             return
         self._problem = ""
         self._end_line()
-        self.close()
+        self.close(release=False)     # the new file takes the old one's slot
         if kind == "recreated":
             message = f"{self.path} was re-created; reading the new file from its start"
         else:
