@@ -40,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
+from miotui.logs.encoding import TextBytes, record_warning
 from miotui.logs.fingerprint import Fingerprint
 from miotui.logs.linetail import LineTail
 
@@ -131,6 +132,7 @@ class Source:
         #: the reader's descriptor slot this source holds ("": none, its file is closed
         #: between steps and reopened by name: ``parked``)
         self.slot: Slot = ""
+        self.watch_dirs: tuple[str, ...] = ()   # directories inotify watches for this path
         self.parked = False
         self._fp = Fingerprint()
         self._last_key: Optional[tuple[int, int]] = None
@@ -139,13 +141,18 @@ class Source:
         self._drain_to: Optional[int] = None    # rotation seen: read the old file to here, then switch
         self._problem = ""              # why the path cannot be read now (said once per change)
         self._last_byte = b"\n"
+        self._text = TextBytes()        # the file's bytes as UTF-8 (UTF-16, byte order marks)
         self._rates: deque[tuple[float, int, int]] = deque(maxlen=int(RATE_WINDOW_S / RATE_SAMPLE_S) + 4)
 
     # ------------------------------------------------------------------ what the reader asks
 
+    def progress(self) -> tuple:
+        """What the UI's summaries of this source depend on (the reader remakes them when it moves)."""
+        return (self.state, self.initial_done, self.finished, self.position, self.known_size, self.bytes_read)
+
     def stats(self, now: float) -> SourceStats:
         bps = lps = 0.0
-        rates = list(self._rates)
+        rates = list(self._rates) if now - self.last_data <= RATE_WINDOW_S else []   # none read lately: 0/s
         if rates:
             base = rates[0]
             for sample in rates:
@@ -162,24 +169,33 @@ class Source:
     # ------------------------------------------------------------------ feeding
 
     def _feed(self, data: bytes) -> None:
-        if self.scanner is None:
-            self._make_scanner()
-        t0 = time.perf_counter()
-        self.scanner.feed(data)
-        held = time.perf_counter() - t0
-        if held > self.reader.longest_feed_s:
-            self.reader.longest_feed_s = held
-        self.tail.feed(data)
+        """``data`` as read (raw: it is what the fingerprint and the offsets count); the
+        scanner and the raw-log tail get it as UTF-8 (``miotui.logs.encoding``)."""
         if not self._stream and self._gz is None:
             self._fp.add(data, self.position)
         self.bytes_read += len(data)
-        self._last_byte = data[-1:]
+        self._scan(self._text.feed(data))
+        record_warning(self.reader.catalog, self._text, self.label)
         now = time.monotonic()
         self.last_data = now
         if not self._rates or now - self._rates[-1][0] >= RATE_SAMPLE_S:
             self._rates.append((now, self.bytes_read, self.tail.line_count))
+
+    def _scan(self, text: bytes) -> None:
+        """UTF-8 text to the scanner (its feed's time noted: it holds the catalog lock) and the tail."""
+        if not text:
+            return
+        if self.scanner is None:
+            self._make_scanner()
+        t0 = time.perf_counter()
+        self.scanner.feed(text)
+        held = time.perf_counter() - t0
+        if held > self.reader.longest_feed_s:
+            self.reader.longest_feed_s = held
+        self.tail.feed(text)
+        self._last_byte = text[-1:]
         if len(self.hosts) < MAX_HOSTS:
-            self._sample_host(data)
+            self._sample_host(text)
 
     def _sample_host(self, data: bytes) -> None:
         """The label before the first MIOpen prefix of the piece (one find: cheap)."""
@@ -197,8 +213,12 @@ class Source:
         from miotui.logs.scan import LogScanner
         self.scanner = LogScanner(self.reader.catalog, self.label)
 
-    def _end_line(self) -> None:
-        """A partial line at a truncation/rotation ends here (never glued to new text)."""
+    def _end_line(self, new_file: bool = True) -> None:
+        """A partial line at a truncation/rotation ends here (never glued to new text); a
+        ``new_file``'s encoding is decided afresh."""
+        self._scan(self._text.flush())
+        if new_file:
+            self._text = TextBytes()
         if self._last_byte not in (b"\n", b"\r") and self.scanner is not None:
             self.scanner.feed(b"\n")
             self._last_byte = b"\n"
@@ -214,6 +234,7 @@ class Source:
         self.finished = True
         self.busy = False
         self.initial_done = True
+        self._scan(self._text.flush())
         self.tail.end_line()
         self.close()
         if self.scanner is None:
@@ -272,16 +293,19 @@ class Source:
     def _idle(self, now: float, cap: float = 0.0) -> None:
         """Nothing new: look again soon while the file was active lately, then less often.
 
-        Idle looks fall on a grid of ``IDLE_QUANTUM`` seconds, so 1 000 idle files wake
-        the reader 10 times a second at most, not 1 000 times."""
-        active, idle_cap = self.reader.intervals()
+        Idle looks fall on a grid of ``IDLE_QUANTUM`` seconds (ten times that once they are
+        4 s apart or more), so 1 000 idle files wake the reader 10 times a second at most,
+        not 1 000 times, and once a second when they have been idle a while (each wake-up
+        walks every source)."""
+        active, idle_cap = self.reader.intervals(self.reader.watched(self))
         if now - self.last_data < ACTIVE_GRACE_S:
             self.interval = active
         else:
             self.interval = min(max(self.interval, active) * 2, min(cap, idle_cap) if cap else idle_cap)
         due = now + self.interval
         if self.interval >= 4 * IDLE_QUANTUM:
-            due = math.ceil(due / IDLE_QUANTUM) * IDLE_QUANTUM
+            quantum = IDLE_QUANTUM if self.interval < 40 * IDLE_QUANTUM else 10 * IDLE_QUANTUM
+            due = math.ceil(due / quantum) * quantum
         self.due = due
 
     # ------------------------------------------------------------------ one step
@@ -659,7 +683,7 @@ class Source:
     def _shrunk(self, size: int) -> None:
         """The file is now shorter than our offset: cut (``truncate -s``) or rewritten?"""
         assert self._fd is not None
-        self._end_line()
+        self._end_line(new_file=False)
         if self._fp.kept_prefix(self._fd, size):
             self._event("truncated", f"{self.path} was cut to {size:,} bytes (from {self.position:,}); those "
                                      f"bytes were read already: reading on from there")
