@@ -117,3 +117,22 @@ def test_plain_utf8_passes_through_untouched():
     piece = b"MIOpen(HIP): " + b"y" * 5000 + b"\n"
     assert first == b"MIOpen(HIP): x\n" and t.feed(piece) is piece
     assert sniff(b"hello world, plain ascii text")[1] == ""
+
+
+@pytest.mark.parametrize("name", ["utf-16-le-bom", "utf-16-be-bom", "utf-8-bom"])
+def test_the_raw_log_pane_shows_a_utf16_log_as_text_at_the_catalogs_line_numbers(tmp_path, name):
+    from miotui.logs.context import LogContext
+    log = tmp_path / "log.txt"
+    log.write_bytes(ENCODINGS[name])
+    plain = _utf8(tmp_path)
+    want = [(ln.number, ln.text) for ln in LogContext(str(plain), step=2).read(1, 100)]
+    ctx = LogContext(str(log), step=2)          # several checkpoints: seeks back and forth
+    assert [(ln.number, ln.text) for ln in ctx.read(1, 100)] == want
+    assert [(ln.number, ln.text) for ln in ctx.read(8, 2)] == want[7:9]
+    assert [(ln.number, ln.text) for ln in ctx.read(2, 1)] == want[1:2]
+    three = next(s for s in decode_paths([str(log)]).layers() if s.problem.n == 3)
+    assert "-n 3 " in ctx.read(three.first_line, 1)[0].text
+    assert ctx.find("conv -n 3 ", 1) == three.first_line
+    with open(log, "ab") as fh:                 # a followed log grows
+        fh.write(ENCODINGS[name][len(codecs.BOM_UTF8) if name == "utf-8-bom" else 2:][:200])
+    assert ctx.index_to_end() > len(want)

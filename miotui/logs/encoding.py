@@ -90,6 +90,10 @@ class TextBytes:
                 return b""
         return self._decide()
 
+    @property
+    def decided(self) -> bool:
+        return self._decided
+
     def flush(self) -> bytes:
         """The end of the stream: whatever was held back."""
         out = b"" if self._decided else self._decide()
