@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from follow_support import batches, before_each_feed, conv, started_readers, wait_for
+from follow_support import batches, before_each_feed, conv, has_inotify, started_readers, wait_for
 
 import miotui.logs.follow as follow
 from miotui.catalog import Catalog
@@ -352,15 +352,7 @@ def test_without_inotify_polling_alone_follows_appends_truncation_and_rotation(t
     assert wait_for(lambda: batches(cat) == {1: 1, 2: 1, 3: 1, 4: 1})
 
 
-def _has_inotify() -> bool:
-    w = follow.open_watcher()
-    if w is None:
-        return False
-    w.close()
-    return True
-
-
-@pytest.mark.skipif(not _has_inotify(), reason="no inotify here")
+@pytest.mark.skipif(not has_inotify(), reason="no inotify here")
 def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(tmp_path, monkeypatch):
     log = tmp_path / "quiet.log"
     log.write_text(conv(1))

@@ -19,6 +19,14 @@ def reader_factory():
         yield make
 
 
+def fingerprint_of(body: bytes, piece: int) -> Fingerprint:
+    """The fingerprint of ``body`` read in pieces of ``piece`` bytes (not aligned with its blocks)."""
+    fp = Fingerprint()
+    for off in range(0, len(body), piece):
+        fp.add(body[off:off + piece], off)
+    return fp
+
+
 def _crafted(first_run: bytes, middle: bytes) -> bytes:
     """``first_run`` with its middle replaced by ``middle`` of the same length: the first
     4 KiB and the last 64 bytes are the first run's."""
@@ -57,9 +65,7 @@ def test_a_big_file_changed_anywhere_is_caught_within_a_few_checks(tmp_path):
     body = b"".join(b"line %07d of the first run\n" % i for i in range(40_000))   # ~1.1 MB
     assert len(body) > fpmod.FULL_CHECK_BYTES
     log.write_bytes(body)
-    fp = Fingerprint()
-    for off in range(0, len(body), 5000):
-        fp.add(body[off:off + 5000], off)
+    fp = fingerprint_of(body, 5000)
     fd = os.open(log, os.O_RDONLY)
     try:
         assert all(fp.continues(fd) for _ in range(50)), "an unchanged file is never taken for another"
@@ -77,9 +83,7 @@ def test_a_small_file_is_compared_in_full(tmp_path):
     log = tmp_path / "small.log"
     body = os.urandom(100_000)
     log.write_bytes(body)
-    fp = Fingerprint()
-    for off in range(0, len(body), 3000):
-        fp.add(body[off:off + 3000], off)
+    fp = fingerprint_of(body, 3000)
     fd = os.open(log, os.O_RDONLY)
     try:
         assert fp.continues(fd)

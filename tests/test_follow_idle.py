@@ -8,19 +8,11 @@ import os
 import time
 
 import pytest
-from follow_support import batches, conv, started_readers, wait_for
+from follow_support import batches, conv, has_inotify, started_readers, wait_for
 
 import miotui.logs.follow as follow
 from miotui.logs.dirwatch import MountTable, mount_types
 from miotui.logs.follow_source import RATE_WINDOW_S
-
-
-def _has_inotify() -> bool:
-    w = follow.open_watcher()
-    if w is None:
-        return False
-    w.close()
-    return True
 
 
 def _idle_intervals(tmp_path, files: int = 20, idle_s: float = 4.0) -> list[float]:
@@ -33,7 +25,7 @@ def _idle_intervals(tmp_path, files: int = 20, idle_s: float = 4.0) -> list[floa
         return [s.interval for s in reader.sources]
 
 
-@pytest.mark.skipif(not _has_inotify(), reason="no inotify here")
+@pytest.mark.skipif(not has_inotify(), reason="no inotify here")
 def test_idle_files_inotify_watches_back_off_past_the_polling_cap(tmp_path):
     assert MountTable().local(str(tmp_path)), "the test's folder is on a local file system"
     intervals = _idle_intervals(tmp_path)
@@ -46,7 +38,7 @@ def test_without_inotify_idle_files_are_still_looked_at_every_second(tmp_path, m
     assert max(intervals) <= follow.IDLE_POLL, intervals
 
 
-@pytest.mark.skipif(not _has_inotify(), reason="no inotify here")
+@pytest.mark.skipif(not has_inotify(), reason="no inotify here")
 def test_files_on_a_network_file_system_are_polled_as_without_inotify(tmp_path, monkeypatch):
     info = tmp_path / "mountinfo"
     info.write_text(f"36 25 0:32 / / rw,relatime - ext4 /dev/sda1 rw\n"

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from follow_support import batches, conv, started_readers, wait_for
+from follow_support import batches, conv, rank_logs, started_readers, wait_for
 
 resource = pytest.importorskip("resource")
 
@@ -94,9 +94,7 @@ def test_more_files_than_the_open_file_limit_are_all_read_and_r_and_d_still_work
 def test_files_past_the_budget_are_followed_by_reopening_them(tmp_path):
     """A budget of 3 held descriptors for 10 files: appends, a rewrite and a rotation of a
     parked file are all seen; what is held never passes the budget."""
-    logs = [tmp_path / f"rank{i}.log" for i in range(10)]
-    for i, log in enumerate(logs):
-        log.write_text(conv(i + 1))
+    logs = rank_logs(tmp_path, 10)
     with started_readers() as make:
         cat, reader = make([str(tmp_path / "rank*.log")], max_open=3)
         assert wait_for(lambda: len(batches(cat)) == 10)
@@ -118,9 +116,7 @@ def test_files_past_the_budget_are_followed_by_reopening_them(tmp_path):
 
 
 def test_a_deleted_parked_file_says_what_was_lost(tmp_path):
-    logs = [tmp_path / f"rank{i}.log" for i in range(3)]
-    for i, log in enumerate(logs):
-        log.write_text(conv(i + 1))
+    logs = rank_logs(tmp_path, 3)
     with started_readers() as make:
         cat, reader = make([str(tmp_path / "rank*.log")], max_open=1)
         assert wait_for(lambda: len(batches(cat)) == 3)
@@ -139,8 +135,7 @@ def test_the_budget_leaves_descriptors_for_runs(monkeypatch):
 
 
 def test_without_follow_files_past_the_budget_are_read_to_their_end(tmp_path):
-    for i in range(10):
-        (tmp_path / f"rank{i}.log").write_text(conv(i + 1) * 3)
+    rank_logs(tmp_path, 10, times=3)
     with started_readers() as make:
         cat, reader = make([str(tmp_path / "rank*.log")], follow=False, max_open=2)
         assert wait_for(lambda: reader.finished)
