@@ -101,3 +101,23 @@ def test_a_small_file_is_compared_in_full(tmp_path):
             assert fp.continues(fd)
     finally:
         os.close(fd)
+
+
+def test_a_rewrite_keeping_the_head_and_the_whole_window_is_read_as_new(tmp_path, reader_factory):
+    """The first 4 KiB and the 4 KiB before the offset kept, the middle changed, at once
+    after the reader caught up: seen at once or by the thorough look owed within 0.25 s."""
+    log = tmp_path / "train.log"
+    header = b"".join(b"MIOpen(HIP): Info [Startup] line %04d of the job's start\n" % i for i in range(100))
+    filler = conv(1).encode()
+    first = header + filler * 120
+    log.write_bytes(first)
+    cat, reader = reader_factory([log])
+    assert wait_for(lambda: batches(cat) == {1: 120})
+    keep = fpmod.HEAD_BYTES
+    new_layers = b"\n" + b"".join(conv(200 + i).encode() for i in range(10))
+    at = keep + 1000
+    second = first[:at] + new_layers + first[at + len(new_layers):]
+    assert len(second) == len(first) and second[-fpmod.WINDOW_BYTES:] == first[-fpmod.WINDOW_BYTES:]
+    with open(log, "r+b") as fh:
+        fh.write(second + conv(7).encode())
+    assert wait_for(lambda: all(200 + i in batches(cat) for i in range(10)) and 7 in batches(cat))

@@ -157,3 +157,15 @@ def test_the_raw_log_pane_holds_no_descriptor_between_reads(tmp_path):
     assert all([ln.text for ln in c.read(3, 2)] == ["line 2", "line 3"] for c in logs)
     assert all(c.find("line 40", 1) == 41 for c in logs)
     assert len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_the_budget_notice_outlives_thousands_of_routine_events(tmp_path):
+    """600 files opened and caught up (1 200 routine events, more than the queue keeps)
+    before anyone drains it: the notice about the budget is still there."""
+    rank_logs(tmp_path, 600)
+    with started_readers() as make:
+        cat, reader = make([str(tmp_path / "rank*.log")], max_open=2)
+        assert wait_for(lambda: len(batches(cat)) == 600, timeout=30)
+        events = reader.drain_events()
+        assert any(e.kind == "limit" for e in events)
+        assert [e.time for e in events] == sorted(e.time for e in events)

@@ -66,6 +66,8 @@ LOOKS_PER_S = 500
 GLOB_INTERVAL = 1.0
 #: Follow events kept for the UI (older ones are dropped if nobody drains them).
 EVENTS_KEPT = 500
+#: Events that only say all is well (the first to go when nobody drains the queue).
+ROUTINE_EVENTS = frozenset({"opened", "caught-up"})
 #: Descriptors a stream (a FIFO, a .gz being read) may hold past the budget (taken from
 #: the reserve: a stream cannot be closed between reads).
 EXTRA_SLOTS = 8
@@ -150,6 +152,9 @@ class LogReader:
         self.started = 0.0
         self._known: set[str] = set()
         self._events: deque[FollowEvent] = deque(maxlen=EVENTS_KEPT)
+        #: events a user must see (not "opened"/"caught-up"): kept apart, so 5 000 files
+        #: opening at once cannot push them out before the UI drains them
+        self._notices: deque[FollowEvent] = deque(maxlen=EVENTS_KEPT)
         self._events_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -245,7 +250,7 @@ class LogReader:
 
     def emit(self, ev: FollowEvent) -> None:
         with self._events_lock:
-            self._events.append(ev)
+            (self._events if ev.kind in ROUTINE_EVENTS else self._notices).append(ev)
 
     def intervals(self, watched: bool = False) -> tuple[float, float]:
         """(seconds between looks at a file that grew lately, at most between looks at an
@@ -476,8 +481,9 @@ class LogReader:
 
     def drain_events(self) -> list[FollowEvent]:
         with self._events_lock:
-            out = list(self._events)
+            out = sorted((*self._events, *self._notices), key=lambda ev: ev.time)
             self._events.clear()
+            self._notices.clear()
         return out
 
     def _summarise(self) -> tuple:

@@ -53,6 +53,10 @@ MAX_HOSTS = 16
 ACTIVE_GRACE_S = 2.0
 #: Idle looks are rounded up to a multiple of this many seconds (see ``Source._idle``).
 IDLE_QUANTUM = 0.1
+#: A file that moved is compared with all of what was read (or a slice of its blocks) at
+#: most this often; in between only its first 4 KiB and the 4 KiB before the read position
+#: (``Fingerprint.continues``): catching up with a fast writer, the size moves at every read.
+THOROUGH_CHECK_S = 0.25
 
 #: A descriptor slot of the reader: one of its budget, one of the few extra a stream (a
 #: FIFO, a .gz read once) may take past it, or none (the file is reopened for each read).
@@ -136,6 +140,8 @@ class Source:
         self.parked = False
         self._fp = Fingerprint()
         self._last_key: Optional[tuple[int, int]] = None
+        self._checked = 0.0             # monotonic time of the last thorough content check
+        self._unchecked = False         # the file moved since then: a thorough check is owed
         self._deleted = False
         self._moved = False
         self._drain_to: Optional[int] = None    # rotation seen: read the old file to here, then switch
@@ -437,7 +443,8 @@ class Source:
             except OSError:
                 named = None
             if named is not None and (named.st_ino, named.st_dev) == self._ident \
-                    and (named.st_size, named.st_mtime_ns) == self._last_key and named.st_size == self.position:
+                    and (named.st_size, named.st_mtime_ns) == self._last_key and named.st_size == self.position \
+                    and not self._unchecked:
                 self._idle(now)      # nothing new: one stat, no descriptor
                 return False
         fd, st, state, why = self._open_path()
@@ -610,9 +617,13 @@ class Source:
                 self._shrunk(cur.st_size)
                 return False
             key = (cur.st_size, cur.st_mtime_ns)
-            if key != self._last_key:
+            thorough = now - self._checked >= THOROUGH_CHECK_S
+            if key != self._last_key or (self._unchecked and thorough):
                 self._last_key = key
-                if self.position > 0 and not self._fp.continues(fd):
+                self._unchecked = not thorough    # a thorough look follows within THOROUGH_CHECK_S
+                if thorough:
+                    self._checked = now
+                if self.position > 0 and not self._fp.continues(fd, thorough):
                     self._event("truncated", f"{self.path} was rewritten (its content before our offset "
                                              f"{self.position:,} changed); reading it from its start as a new file")
                     self._restart()
