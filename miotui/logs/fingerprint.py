@@ -22,7 +22,9 @@ shrink) compares, besides the head and the window, *every* byte read while the f
 at most :data:`FULL_CHECK_BYTES` long (one read and one CRC), and past that the newest
 blocks and a slice of the older ones that moves on at every check (a bounded read:
 :data:`CHECK_NEWEST` + :data:`CHECK_SPREAD` blocks), so every block is compared again
-within a few checks.  :meth:`Fingerprint.kept_prefix` (the file shrank to N bytes)
+within a few checks.  That thorough part is asked for at most every 0.25 s per file (and
+owed when skipped: see ``miotui.logs.follow_source``), since a file followed while a fast
+writer fills it moves at every read.  :meth:`Fingerprint.kept_prefix` (the file shrank to N bytes)
 compares the head and the blocks below N.  A rewrite of a file past
 :data:`FULL_CHECK_BYTES` that reproduces every compared byte is taken for the same
 file: its bytes are then not read again (a byte is never counted twice; at worst such
