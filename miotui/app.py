@@ -261,7 +261,7 @@ class MiotuiApp(App):
                     s.post_message(StartupChanged())
         for ev in data.events:
             self._event = ev
-            if ev.kind in ("truncated", "rotated", "deleted", "recreated", "error", "waiting"):
+            if ev.kind in ("truncated", "rotated", "deleted", "recreated", "error", "waiting", "limit"):
                 self.notify(ev.message, title=f"log {ev.kind}", severity="error" if ev.kind == "error" else "warning",
                             timeout=6)
             elif ev.kind == "eof":

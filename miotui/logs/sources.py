@@ -15,6 +15,7 @@ import zlib
 from typing import BinaryIO, Optional
 
 from miotui.catalog import Catalog
+from miotui.logs.encoding import TextBytes, record_warning
 from miotui.logs.scan import LogScanner
 
 #: compressed bytes read at a time, and the most decompressed bytes one read returns
@@ -127,17 +128,22 @@ def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 
     """Read a binary stream to its end into ``catalog``; a read error keeps what was decoded
     and is recorded as an undecoded record saying where the input broke."""
     scanner = LogScanner(catalog, file)
+    text = TextBytes()       # UTF-16 and byte order marks read as UTF-8 (miotui.logs.encoding)
     while True:
         try:
             data = stream.read(chunk_size)
         except (EOFError, zlib.error, OSError) as e:
+            scanner.feed(text.flush())
             scanner.finish()
             with catalog.lock:
                 catalog.add_undecoded(scanner.line_no + 1, f"input could not be read further: {e}", "", file)
             return
         if not data:
             break
-        scanner.feed(data)
+        scanner.feed(text.feed(data))
+        record_warning(catalog, text, file)
+    scanner.feed(text.flush())
+    record_warning(catalog, text, file)
     scanner.finish()
 
 
