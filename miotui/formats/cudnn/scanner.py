@@ -1,0 +1,308 @@
+"""A cuDNN log into the catalog: records framed, layer calls decoded, sightings counted.
+
+How records become counts (``cudnn_formats.md`` §1.2-1.3):
+
+* one ``cudnnBackendExecuteInternal()`` record is one convolution run (cuDNN 9, both of
+  PyTorch's paths); where a log has none (cuDNN 7/8), each legacy
+  ``cudnnConvolution{Forward,BackwardData,BackwardFilter}`` call is.  cuDNN 9's legacy path
+  prints both for one run, the legacy call first: an ExecuteInternal record of the problem
+  the same thread's last legacy call ran is that call's other form, not a second run;
+* ``cudnnFind*`` calls are finds; algorithm and workspace queries and the ``*Visualize``
+  graphs are mentions (each engine configuration tried is kept as a note, not counted);
+* a ``W!``/``E!`` record under a call's name is a warning or error about the thread's last
+  call of that name: a note on its layer, never another call;
+* the second record cuDNN 9 prints for a backend call (its ``status:``) is its return;
+  a status other than success is counted (``CudnnStats.failed_calls``);
+* a call with no decoder is counted and listed as undecoded with its function name.
+
+State is bounded: per-thread and per-address tables are capped, and the cache of decoded
+records (a training log repeats the same records every iteration) is cleared when full.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, OrderedDict
+from typing import Optional
+
+from miotui.catalog import Catalog
+from miotui.formats.cudnn.calls import (
+    DESCRIPTOR_SETTERS,
+    EXECUTE_INTERNAL,
+    LAYER_CALLS,
+    LEGACY_CONV,
+    Descriptors,
+    Found,
+    decode_call,
+    known,
+)
+from miotui.formats.cudnn.fields import HEADER, THREAD, FieldError, parse_body
+from miotui.formats.cudnn.framing import Record, RecordFramer
+from miotui.formats.cudnn.graphs import FrontendLog, xla_conv_layer
+
+SOURCE_API = "cudnn-api"
+SOURCE_FRONTEND = "cudnn-frontend"
+SOURCE_XLA = "tensorflow-xla"
+#: decoded records remembered by their text (cleared when over this many)
+CACHE_ENTRIES = 4096
+#: per-thread and per-(thread, call) state kept (cleared when over this many)
+THREADS_KEPT = 1024
+#: distinct function names counted one by one (the rest under "other")
+FUNCTIONS_COUNTED = 512
+#: source lines kept with a layer (the catalog keeps at most its own limit)
+RAW_LINES = 40
+
+
+class CudnnStats:
+    """What the whole log says beside its layers."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.by_function: Counter[str] = Counter()
+        self.versions: Counter[str] = Counter()
+        self.warnings = 0
+        self.errors = 0
+        #: warning/error records whose call was not one miotui read a layer from
+        self.unattached = 0
+        self.failed_calls = 0
+        self.internal_records = 0
+        self.backend_executes = 0
+        self.undecoded = 0
+        self.truncated_records = 0
+        self.library_config = ""
+        self.device = ""
+
+    def count(self, fn: str, severity: str, version: str) -> None:
+        self.records += 1
+        key = fn if fn in self.by_function or len(self.by_function) < FUNCTIONS_COUNTED else "other"
+        self.by_function[f"{severity}! {key}" if severity != "I" else key] += 1
+        if len(self.versions) < 16 or version in self.versions:
+            self.versions[version] += 1
+
+
+def looks_like_cudnn(head: bytes) -> bool:
+    """Whether text (a log's first bytes) holds a cuDNN record or a cudnn-frontend line."""
+    from miotui.formats.cudnn.framing import ANCHOR
+    return ANCHOR.search(head.decode("utf-8", "replace")) is not None
+
+
+class CudnnScanner:
+    """Feeds one cuDNN log (file, stdin) into a catalog, chunk by chunk: the same
+    ``feed``/``finish`` as the MIOpen scanner."""
+
+    def __init__(self, catalog: Catalog, file: str = ""):
+        self.catalog = catalog
+        self.file = file
+        self.stats = CudnnStats()
+        self.frontend = FrontendLog()
+        self.descriptors = Descriptors()
+        self._framer = RecordFramer(self._record)
+        #: thread -> the problem its last legacy convolution call ran (its ExecuteInternal awaited)
+        self._legacy_run: dict[str, object] = {}
+        #: (thread, function) -> the problem of that thread's last call of it (for W!/E! records)
+        self._last: OrderedDict[tuple[str, str], object] = OrderedDict()
+        self._cache: dict[str, tuple[str, object]] = {}
+
+    @property
+    def line_no(self) -> int:
+        return self._framer.line_no
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        with self.catalog.lock:
+            self.catalog.bytes += len(data)
+            self._framer.feed(data)
+            self.catalog.lines = self._framer.line_no
+
+    def finish(self) -> None:
+        with self.catalog.lock:
+            self._framer.finish()
+            self.catalog.lines = self._framer.line_no
+            stats = self.stats
+            if stats.backend_executes and not stats.internal_records:
+                self._undecoded(self.line_no, f"{stats.backend_executes:,} cudnnBackendExecute calls, but this cuDNN "
+                                "logs no cudnnBackendExecuteInternal record: the layers they ran are not decoded", "")
+            self.catalog.finished = time.monotonic()
+
+    # ------------------------------------------------------------------ records
+
+    def _record(self, rec: Record) -> None:
+        text = rec.text
+        nl = text.find("\n")
+        first = text if nl < 0 else text[:nl]
+        if rec.dropped_lines or rec.dropped_chars:
+            self.stats.truncated_records += 1
+        m = HEADER.match(first)
+        if m is None:
+            if first.startswith(("[cudnn_frontend]", '{"context":')):
+                self._frontend(rec, first)
+            elif "cuda_dnn.cc:" in first:
+                self._xla(rec, first)
+            else:
+                self._undecoded(rec.line, "a cuDNN record whose header does not parse", first)
+            return
+        fn = m.group("fn")
+        severity = m.group("sev") or "I"
+        self.stats.count(fn, severity, m.group("ver"))
+        if severity != "I":
+            self._warning(rec, fn, severity)
+        elif fn in LAYER_CALLS:
+            self._layer_call(rec, fn, first)
+        elif fn in DESCRIPTOR_SETTERS:
+            fields = parse_body(text).fields
+            if "status" not in fields:
+                self.descriptors.record(fn, fields)
+        elif known(fn):
+            self._known(fn, text)
+        else:
+            self._undecoded(rec.line, f"cuDNN call {fn}(): no decoder for it (not a layer miotui reads)", first)
+
+    def _known(self, fn: str, text: str) -> None:
+        stats = self.stats
+        if "status: type=cudnnStatus_t" in text:
+            if "CUDNN_STATUS_SUCCESS" not in text:
+                stats.failed_calls += 1
+        elif fn == "cudnnBackendExecute":
+            stats.backend_executes += 1
+        elif fn == "cudnnGraphLibraryConfigInit":
+            value = parse_body(text).fields.get("apiLog")
+            if isinstance(value, str):
+                stats.library_config = value[:40]
+        if not stats.device and "deviceName:" in text:
+            name = parse_body(text).fields
+            handle = name.get("handle")
+            prop = handle.get("deviceProp") if hasattr(handle, "get") else None
+            if hasattr(prop, "get") and isinstance(prop.get("deviceName"), str):
+                stats.device = prop["deviceName"].strip('"')[:80]
+
+    def _layer_call(self, rec: Record, fn: str, first: str) -> None:
+        text = rec.text
+        body_start = len(first) + 1
+        cut = text.find("Time: ", body_start)
+        cut = len(text) if cut < 0 else cut
+        key = fn + text[body_start:cut]
+        cached = self._cache.get(key)
+        if cached is None:
+            body = parse_body(text)
+            thread = body.thread
+            fields = body.fields
+            if "status" in fields and fn != EXECUTE_INTERNAL:
+                cached = ("return", None)
+            else:
+                try:
+                    cached = ("ok", decode_call(fn, fields, self.descriptors))
+                except FieldError as e:
+                    cached = ("error", str(e))
+            by_address = fn in LEGACY_CONV and "location=host" in key
+            if not by_address:
+                if len(self._cache) >= CACHE_ENTRIES:
+                    self._cache.clear()
+                self._cache[key] = cached
+        else:
+            thread = _thread(text, cut)
+        kind, value = cached
+        if kind == "error":
+            self.stats.undecoded += 1
+            self._undecoded(rec.line, f"{fn}(): {value}", first)
+            return
+        if kind == "return":
+            if "CUDNN_STATUS_SUCCESS" not in text:
+                self.stats.failed_calls += 1
+            return
+        if fn == EXECUTE_INTERNAL:
+            self.stats.internal_records += 1
+        if value is not None:
+            self._found(rec, fn, thread, value)
+
+    def _found(self, rec: Record, fn: str, thread: str, found: Found) -> None:
+        decoded = found.decoded
+        problem = decoded.problem
+        role = found.role
+        count = True
+        if role == "config":
+            role, count = "mention", False
+        elif found.internal:
+            if self._legacy_run.pop(thread, None) == problem:
+                count = False   # the legacy call just counted is this run
+        elif role == "execution":
+            self._legacy_run.pop(thread, None)
+            if found.legacy_run:
+                if len(self._legacy_run) >= THREADS_KEPT:
+                    self._legacy_run.clear()
+                self._legacy_run[thread] = problem
+        self.catalog.add_sighting(problem, role, SOURCE_API, rec.line, self.file, decoded.warnings,
+                                  decoded.annotations, raw=_raw(rec), count=count)
+        self._remember(thread, fn, problem)
+
+    def _remember(self, thread: str, fn: str, problem: object) -> None:
+        last = self._last
+        last[(thread, fn)] = problem
+        last.move_to_end((thread, fn))
+        if len(last) > THREADS_KEPT:
+            last.popitem(last=False)
+
+    def _warning(self, rec: Record, fn: str, severity: str) -> None:
+        body = parse_body(rec.text)
+        name = "cudnn_warning" if severity == "W" else "cudnn_error"
+        if severity == "W":
+            self.stats.warnings += 1
+        else:
+            self.stats.errors += 1
+        messages = [m for m in body.messages if not m.startswith("Info:")]
+        distinct = list(dict.fromkeys(messages))
+        note = " | ".join(distinct)[:400] or "(no message)"
+        if body.messages_total > len(body.messages):
+            note += f" (+{body.messages_total - len(body.messages)} more)"
+        problem = self._last.get((body.thread, fn))
+        if problem is not None:
+            self.catalog.add_sighting(problem, "mention", SOURCE_API, rec.line, self.file,
+                                      annotations=((name, f"{fn}: {note}"),), count=False)
+            return
+        self.stats.unattached += 1
+        if severity == "E":
+            self._undecoded(rec.line, f"cuDNN error in {fn}(): {note}", rec.text.split("\n", 1)[0])
+
+    def _frontend(self, rec: Record, first: str) -> None:
+        try:
+            found = self.frontend.unit(rec.text)
+        except FieldError as e:
+            self.stats.undecoded += 1
+            self._undecoded(rec.line, f"cudnn-frontend: {e}", first)
+            return
+        for decoded, role in found:
+            self.catalog.add_sighting(decoded.problem, role, SOURCE_FRONTEND, rec.line, self.file, decoded.warnings,
+                                      decoded.annotations, raw=_raw(rec))
+
+    def _xla(self, rec: Record, first: str) -> None:
+        try:
+            decoded = xla_conv_layer(rec.text)
+        except FieldError as e:
+            self.stats.undecoded += 1
+            self._undecoded(rec.line, str(e), first)
+            return
+        self.catalog.add_sighting(decoded.problem, "mention", SOURCE_XLA, rec.line, self.file, decoded.warnings,
+                                  decoded.annotations, raw=_raw(rec))
+
+    def _undecoded(self, line: int, reason: str, text: str) -> None:
+        self.catalog.add_undecoded(line, reason, text, self.file)
+
+
+def _thread(text: str, start: int) -> str:
+    m = THREAD.search(text, start)
+    return m.group(1) if m else ""
+
+
+def _raw(rec: Record):
+    def lines() -> list[tuple[int, str]]:
+        return [(rec.line + i, line) for i, line in enumerate(rec.text.split("\n", RAW_LINES)[:RAW_LINES])]
+    return lines
+
+
+def decode_cudnn_bytes(data: bytes, catalog: Optional[Catalog] = None, chunk: int = 1 << 20) -> CudnnScanner:
+    """Decode a whole cuDNN log held in memory (tests, benchmarks); the scanner keeps its stats."""
+    scanner = CudnnScanner(catalog if catalog is not None else Catalog())
+    for i in range(0, len(data), chunk):
+        scanner.feed(data[i:i + chunk])
+    scanner.finish()
+    return scanner
