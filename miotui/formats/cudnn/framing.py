@@ -88,9 +88,12 @@ class RecordFramer:
             self._hold(text)
             return
         if self._partial_over:   # the held overlong line ends here: its head stands for it
-            over = self._partial_over + cut
-            head, self._partial, self._partial_over = self._partial, "", 0
+            first = text.find("\n")
+            head, over = self._partial, self._partial_over + first
+            self._partial, self._partial_over = "", 0
             self._lines(head + "\n", over)
+            if first < cut:
+                self._lines(text[first + 1:cut + 1], 0)
             rest = text[cut + 1:]
         else:
             head = self._partial + text[:cut + 1]
