@@ -183,3 +183,23 @@ def test_public_facts():
     assert layer.problem.pads == (1, 1) and any("asymmetric padding" in w for w in layer.warnings)
     config = decode_cudnn_bytes((PUBLIC / "13_v90300_configinit_full_gist_jimgao1.log").read_bytes())
     assert config.stats.library_config == "FULL"
+
+
+def test_decode_picks_the_cudnn_format_by_content(tmp_path):
+    """``miotui decode`` (and every whole-file decode) reads a cuDNN log: detected by its
+    content, .gz or not, while a MIOpen log still goes to MIOpen's scanner."""
+    import json
+    import subprocess
+    import sys
+    catalog = decode_paths([str(H100 / "cudnn_resnet50_v7.log.gz")])
+    conv = [ln for ln in catalog.layers() if ln.problem.op == "conv"]
+    assert (len(conv), sum(ln.executions for ln in conv)) == (68, 316)
+    plain = tmp_path / "cudnn.log"
+    plain.write_bytes((PUBLIC / "09_v7501_legacy_findconvfwd_mlmodelscope.log").read_bytes())
+    out = subprocess.run([sys.executable, "-m", "miotui", "decode", "--format", "json", str(plain)],
+                         capture_output=True, text=True, check=True).stdout
+    (layer,) = json.loads(out)["layers"]
+    assert (layer["op"], layer["direction"], layer["finds"]) == ("conv", "fwd", 1)
+    assert layer["driver_command"].startswith("MIOpenDriver conv -n 1 -c 3 -H 224 -W 224 -k 96 -y 11 -x 11")
+    miopen = decode_paths([str(MIOPEN_RESNET50)])
+    assert sum(ln.executions for ln in miopen.layers() if ln.problem.op == "conv") == 369
