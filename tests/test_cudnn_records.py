@@ -248,3 +248,30 @@ def test_a_record_past_the_cap_is_cut_and_counted():
     assert first.line == 1 and got[1].line == 2 + RECORD_CHARS // 20
     assert first.dropped_chars + len(first.text) + 1 == len("I! CuDNN (v91900 56) function cudnnX() called:\n") \
         + len(filler)
+
+
+def test_frontend_autotune_timing_is_a_find():
+    """Benchmark mode: cudnn-frontend times candidate plans (``Plan <tag> took <ms>``); each
+    timing is a find of the graph's layer, with the plan and its time kept."""
+    fe = ("[cudnn_frontend]                CUDNN_BACKEND_TENSOR_DESCRIPTOR :\n"
+          "                                   Datatype: [\"FLOAT\"]\n                                   Id: 120\n"
+          "                                   Dim [ 2,4,8,8 ]\n                                   Str [ 256,64,8,1 ]\n"
+          "[cudnn_frontend]                CUDNN_BACKEND_TENSOR_DESCRIPTOR :\n"
+          "                                   Datatype: [\"FLOAT\"]\n                                   Id: 121\n"
+          "                                   Dim [ 2,6,8,8 ]\n                                   Str [ 384,64,8,1 ]\n"
+          "[cudnn_frontend]                CUDNN_BACKEND_TENSOR_DESCRIPTOR :\n"
+          "                                   Datatype: [\"FLOAT\"]\n                                   Id: 119\n"
+          "                                   Dim [ 6,4,3,3 ]\n                                   Str [ 36,9,3,1 ]\n"
+          "[cudnn_frontend] CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR : Datatype: [\"FLOAT\"] Mode: [\"CROSS_CORRELATION\"] "
+          "Num Dimensions: 2 PadLower [ 1,1 ] PadUpper [,1,1 ] Dilation [,1,1 ] Stride [,1,1]\n"
+          "[cudnn_frontend] CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR has 1 operations.\nTag: ConvFwd_\n\n"
+          "[cudnn_frontend] Plan ConvFwd_eng0 took   0.0510\n"
+          "[cudnn_frontend] Plan ConvFwd_eng28_k3=1 took   0.0201\n"
+          "[cudnn_frontend] CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR : ConvFwd_eng28_k3=1, numeric_notes:[] "
+          "behavior_notes:[] workSpaceSize: 0\n"
+          "[cudnn_frontend] CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR : has 3 data pointers\n")
+    scanner = decode(fe)
+    (layer,) = scanner.catalog.layers()
+    assert (layer.problem.c, layer.problem.k, layer.finds, layer.mentions) == (4, 6, 2, 1)
+    assert dict(layer.annotation_history)["plan_time_ms"] == ("ConvFwd_eng0 0.0510", "ConvFwd_eng28_k3=1 0.0201")
+    assert layer.annotation("solver") == "ConvFwd_eng28_k3=1" and scanner.frontend.executions == 1

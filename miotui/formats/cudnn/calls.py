@@ -74,7 +74,8 @@ OTHER_LAYERS: dict[str, tuple[Callable[[str, Fields], Decoded], str, str]] = {
     "cudnnSoftmaxBackward": (softmax_layer, "bwd", "execution"),
 }
 EXECUTE_INTERNAL = "cudnnBackendExecuteInternal"
-VISUALIZE = ("cudnnBackendFinalizeGraphVisualize", "cudnnBackendFinalizeEngineCfgVisualize")
+ENGINE_CONFIG = "cudnnBackendFinalizeEngineCfgVisualize"
+VISUALIZE = ("cudnnBackendFinalizeGraphVisualize", ENGINE_CONFIG)
 #: calls whose records hold a layer
 LAYER_CALLS = frozenset(LEGACY_CONV) | frozenset(OTHER_LAYERS) | {EXECUTE_INTERNAL, *VISUALIZE}
 #: calls that record descriptors by address for the legacy calls
@@ -198,6 +199,6 @@ def decode_call(fn: str, f: Fields, descriptors: Descriptors) -> Optional[Found]
     decoded = visualize_layer(f.text("apiLog"))
     if decoded is None:
         return None
-    if fn == VISUALIZE[1]:   # one engine configuration tried for the layer's plan: no new sighting
+    if fn == ENGINE_CONFIG:   # one engine configuration tried for the layer's plan: no new sighting
         return Found(decoded, "config")
     return Found(decoded, "mention")

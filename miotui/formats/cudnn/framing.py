@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 #: the most characters of one record kept (a ResNet-50 record is at most ~8 KB; a
 #: ``Visualize`` JSON line ~3 KB)
@@ -32,15 +31,18 @@ LINE_CHARS = RECORD_CHARS + 1
 #: where a unit starts: a backend API record (``I!``/``W!``/``E!``; the documentation's
 #: ``cuDNN (v…)``; the ``┌ Debug:`` callback form), a cudnn-frontend line, or a frontend v1
 #: graph JSON line, or TensorFlow/XLA's description of a convolution it hands to cuDNN
-ANCHOR = re.compile(
-    r"^(?:[IWE]! CuDNN \(v|cuDNN \(v\d+[ )]|┌ Debug: CuDNN \(v|\[cudnn_frontend\]|\{\"context\":"
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EWI] \S{0,120}cuda_dnn\.cc:\d+\] [^\n]{0,200}convolution:\r?$)",
-    re.M)
+_STARTS = (r"[IWE]! CuDNN \(v|cuDNN \(v\d+[ )]|┌ Debug: CuDNN \(v|\[cudnn_frontend\]|\{\"context\":"
+           r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EWI] \S{0,120}cuda_dnn\.cc:\d+\] [^\n]{0,200}convolution:\r?$")
+ANCHOR = re.compile(f"^(?:{_STARTS})", re.M)
+#: the same after a newline: a pattern that starts with a literal is searched for at C speed
+#: (from one newline to the next) instead of being tried at every character (4x faster here)
+_AFTER_NEWLINE = re.compile(f"\n(?={_STARTS})", re.M)
 
 
-@dataclass(frozen=True)
-class Record:
-    """One unit of the log: its first line's number (1-based) and its kept text."""
+class Record(NamedTuple):
+    """One unit of the log: its first line's number (1-based) and its kept text.  (A named
+    tuple, an immutable value that is quicker to make than a frozen dataclass: a log has one
+    per call, 54,628 in 50 MB.)"""
 
     line: int
     text: str
@@ -119,8 +121,10 @@ class RecordFramer:
         pos = 0
         base = self.line_no
         seen = 0
-        for m in ANCHOR.finditer(block):
-            start = m.start()
+        starts = [m.start() + 1 for m in _AFTER_NEWLINE.finditer(block)]
+        if ANCHOR.match(block):
+            starts.insert(0, 0)
+        for start in starts:
             if start > pos:
                 self._body(block, pos, start, over if pos == 0 else 0)
             seen += block.count("\n", pos, start)

@@ -60,9 +60,28 @@ def _groups(x: Tensor, w: Tensor) -> int:
     return x.dims[1] // w.dims[1] if len(w.dims) > 1 and w.dims[1] and x.dims[1] % w.dims[1] == 0 else 1
 
 
+_ENGINE = re.compile(r',"engine":\{"engineId":(-?\d{1,9})[^{}]{0,200}"knobChoices":\{([^{}]{0,2000})\}')
+_KNOB = re.compile(r'"(\w{1,80})":(-?\d{1,12})')
+
+
+def engine_config(text: str) -> str:
+    """The engine and knobs of a ``FinalizeEngineCfgVisualize`` JSON value (``eng48
+    TILE_SIZE=2 …``), read apart from its graph so that the graph's layer can be cached;
+    "" where there is none."""
+    m = _ENGINE.search(text)
+    return solver_name(m.group(1), dict(_KNOB.findall(m.group(2))[:16])) if m else ""
+
+
+def graph_part(text: str) -> str:
+    """A ``Visualize`` JSON value without its engine: what its layer depends on."""
+    cut = text.rfind(',"engine":')
+    return text if cut < 0 else text[:cut]
+
+
 def visualize_layer(text: str) -> Optional[Decoded]:
-    """A ``cudnnBackendFinalize{Graph,EngineCfg}Visualize`` JSON value; None for a graph
-    with no convolution (recognised, no layer)."""
+    """The convolution of a ``cudnnBackendFinalize{Graph,EngineCfg}Visualize`` JSON value
+    (its engine, if any, is ``engine_config``'s); None for a graph with no convolution
+    (recognised, no layer)."""
     obj = load_json(text)
     graph = obj.get("operationGraph")
     if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
@@ -81,13 +100,7 @@ def visualize_layer(text: str) -> Optional[Decoded]:
     geo = ConvGeometry(int_list("pad", node.get("pad")), int_list("stride", node.get("stride")),
                        int_list("dilation", node.get("dilation")), _groups(x, w),
                        node.get("mode") == "CUDNN_CONVOLUTION", type_name(str(node.get("mathPrec", ""))))
-    notes: list[tuple[str, str]] = []
-    engine = obj.get("engine")
-    if isinstance(engine, dict) and "engineId" in engine:
-        knobs = engine.get("knobChoices") if isinstance(engine.get("knobChoices"), dict) else {}
-        notes.append(("engine_config", solver_name(str(engine["engineId"]), {str(k): str(v) for k, v in
-                                                                             list(knobs.items())[:16]})))
-    decoded = conv_layer(DIRECTIONS[node["operation"]], x, w, y, geo, tuple(notes))
+    decoded = conv_layer(DIRECTIONS[node["operation"]], x, w, y, geo)
     if len(nodes) > 1:
         decoded = Decoded(decoded.problem, decoded.annotations,
                           decoded.warnings + (f"cuDNN's graph fuses {len(nodes)} operations; this is its convolution",))

@@ -28,6 +28,7 @@ from typing import Optional
 from miotui.catalog import Catalog
 from miotui.formats.cudnn.calls import (
     DESCRIPTOR_SETTERS,
+    ENGINE_CONFIG,
     EXECUTE_INTERNAL,
     LAYER_CALLS,
     LEGACY_CONV,
@@ -38,7 +39,8 @@ from miotui.formats.cudnn.calls import (
 )
 from miotui.formats.cudnn.fields import HEADER, THREAD, FieldError, parse_body
 from miotui.formats.cudnn.framing import Record, RecordFramer
-from miotui.formats.cudnn.graphs import FrontendLog, xla_conv_layer
+from miotui.formats.cudnn.graphs import FrontendLog, engine_config, graph_part, xla_conv_layer
+from miotui.formats.cudnn.layers import Decoded
 
 SOURCE_API = "cudnn-api"
 SOURCE_FRONTEND = "cudnn-frontend"
@@ -74,10 +76,17 @@ class CudnnStats:
 
     def count(self, fn: str, severity: str, version: str) -> None:
         self.records += 1
-        key = fn if fn in self.by_function or len(self.by_function) < FUNCTIONS_COUNTED else "other"
-        self.by_function[f"{severity}! {key}" if severity != "I" else key] += 1
-        if len(self.versions) < 16 or version in self.versions:
-            self.versions[version] += 1
+        by_function = self.by_function
+        key = fn if severity == "I" else f"{severity}! {fn}"
+        n = by_function.get(key)
+        if n is None and len(by_function) >= FUNCTIONS_COUNTED:
+            key = "other"
+            n = by_function.get(key)
+        by_function[key] = (n or 0) + 1
+        versions = self.versions
+        n = versions.get(version)
+        if n is not None or len(versions) < 16:
+            versions[version] = (n or 0) + 1
 
 
 def looks_like_cudnn(head: bytes) -> bool:
@@ -182,6 +191,10 @@ class CudnnScanner:
         cut = text.find("Time: ", body_start)
         cut = len(text) if cut < 0 else cut
         key = fn + text[body_start:cut]
+        engine = ""
+        if fn == ENGINE_CONFIG:   # one layer, many engine configurations: cached by its graph
+            engine = engine_config(key)
+            key = graph_part(key)
         cached = self._cache.get(key)
         if cached is None:
             body = parse_body(text)
@@ -213,6 +226,9 @@ class CudnnScanner:
         if fn == EXECUTE_INTERNAL:
             self.stats.internal_records += 1
         if value is not None:
+            if engine:
+                value = Found(Decoded(value.decoded.problem, value.decoded.annotations + (("engine_config", engine),),
+                                      value.decoded.warnings), value.role)
             self._found(rec, fn, thread, value)
 
     def _found(self, rec: Record, fn: str, thread: str, found: Found) -> None:
