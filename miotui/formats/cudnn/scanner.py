@@ -37,7 +37,7 @@ from miotui.formats.cudnn.calls import (
     decode_call,
     known,
 )
-from miotui.formats.cudnn.fields import HEADER, THREAD, FieldError, parse_body
+from miotui.formats.cudnn.fields import HEADER, THREAD, Body, FieldError, parse_body
 from miotui.formats.cudnn.framing import Record, RecordFramer
 from miotui.formats.cudnn.graphs import FrontendLog, engine_config, graph_part, xla_conv_layer
 from miotui.formats.cudnn.layers import Decoded
@@ -111,6 +111,7 @@ class CudnnScanner:
         #: (thread, function) -> the problem of that thread's last call of it (for W!/E! records)
         self._last: OrderedDict[tuple[str, str], object] = OrderedDict()
         self._cache: dict[str, tuple[str, object]] = {}
+        self._parsed: dict[str, Body] = {}
 
     @property
     def line_no(self) -> int:
@@ -159,9 +160,10 @@ class CudnnScanner:
         elif fn in LAYER_CALLS:
             self._layer_call(rec, fn, first)
         elif fn in DESCRIPTOR_SETTERS:
-            fields = parse_body(text).fields
-            if "status" not in fields:
-                self.descriptors.record(fn, fields)
+            if "addr=" in text:   # only a descriptor with an address can be named by it later
+                fields = self._parse(text, len(first) + 1)[0].fields
+                if "status" not in fields:
+                    self.descriptors.record(fn, fields)
         elif known(fn):
             self._known(fn, text)
         else:
@@ -207,7 +209,7 @@ class CudnnScanner:
                     cached = ("ok", decode_call(fn, fields, self.descriptors))
                 except FieldError as e:
                     cached = ("error", str(e))
-            by_address = fn in LEGACY_CONV and "location=host" in key
+            by_address = fn in LEGACY_CONV and "Desc: location=" in key
             if not by_address:
                 if len(self._cache) >= CACHE_ENTRIES:
                     self._cache.clear()
@@ -230,6 +232,20 @@ class CudnnScanner:
                 value = Found(Decoded(value.decoded.problem, value.decoded.annotations + (("engine_config", engine),),
                                       value.decoded.warnings), value.role)
             self._found(rec, fn, thread, value)
+
+    def _parse(self, text: str, body_start: int) -> tuple[Body, str]:
+        """A record's body and its thread; the body (without its trailer, which has the time
+        and thread) parsed once per distinct text: setter and warning records repeat every
+        iteration.  The caller only reads it."""
+        cut = text.find("Time: ", body_start)
+        cut = len(text) if cut < 0 else cut
+        key = text[body_start:cut]
+        body = self._parsed.get(key)
+        if body is None:
+            if len(self._parsed) >= CACHE_ENTRIES:
+                self._parsed.clear()
+            body = self._parsed[key] = parse_body(text[:cut])
+        return body, _thread(text, cut)
 
     def _found(self, rec: Record, fn: str, thread: str, found: Found) -> None:
         decoded = found.decoded
@@ -259,7 +275,7 @@ class CudnnScanner:
             last.popitem(last=False)
 
     def _warning(self, rec: Record, fn: str, severity: str) -> None:
-        body = parse_body(rec.text)
+        body, thread = self._parse(rec.text, rec.text.find("\n") + 1)
         name = "cudnn_warning" if severity == "W" else "cudnn_error"
         if severity == "W":
             self.stats.warnings += 1
@@ -270,7 +286,7 @@ class CudnnScanner:
         note = " | ".join(distinct)[:400] or "(no message)"
         if body.messages_total > len(body.messages):
             note += f" (+{body.messages_total - len(body.messages)} more)"
-        problem = self._last.get((body.thread, fn))
+        problem = self._last.get((thread, fn))
         if problem is not None:
             self.catalog.add_sighting(problem, "mention", SOURCE_API, rec.line, self.file,
                                       annotations=((name, f"{fn}: {note}"),), count=False)
