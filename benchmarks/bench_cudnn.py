@@ -8,7 +8,8 @@ of the tests (cuDNN 9.19, PyTorch's default path, 50.9 MB; ``--log v7``: the leg
 same records again); the MIOpen log is ``miotui.samplegen``'s ResNet-50 API trace (trace55)
 of the same size.  Each is decoded by ``miotui decode --format json`` in a fresh process (peak
 RSS from ``/usr/bin/time -v``), alternately with a plain ``for line in file`` loop over the same
-file, best of ``--repeat``: on a noisy host the ratios are what hold.  Files go to
+file, best of ``--repeat``: on a noisy host the ratios are what hold.  Then each scanner alone,
+in this process, in CPU seconds.  Files go to
 ``benchmarks/out/`` (git-ignored).
 
     python benchmarks/bench_cudnn.py --size 200M --repeat 3
@@ -55,6 +56,30 @@ def best(log: bench_decode.Generated, name: str, repeat: int) -> tuple[bench_dec
     return max(runs, key=lambda r: r.mb_per_s), max(loops)
 
 
+def scanner_cpu_mb_per_s(path: str, repeat: int) -> float:
+    """The scanner alone, in this process, in CPU seconds (best of ``repeat``): what a loaded
+    host changes least.  The format is picked as ``miotui decode`` picks it."""
+    import time
+
+    from miotui.catalog import Catalog
+    from miotui.logs.sources import scanner_for
+    size = os.path.getsize(path)
+    best_s = float("inf")
+    for _ in range(repeat):
+        with open(path, "rb") as fh:
+            start = time.process_time()
+            scanner = None
+            while True:
+                data = fh.read(1 << 20)
+                if not data:
+                    break
+                scanner = scanner or scanner_for(data, Catalog())
+                scanner.feed(data)
+            scanner.finish()
+            best_s = min(best_s, time.process_time() - start)
+    return size / 1e6 / best_s
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--size", default="200M", help="log size (K/M/G suffix); default 200M")
@@ -79,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     cud, mio = rows[0][2].mb_per_s, rows[1][2].mb_per_s
     print(f"cuDNN / MIOpen decode rate: {cud / mio:.2f} (issue 21 asks >= 0.5); as line-loop ratios: "
           f"{(cud / rows[0][3]) / (mio / rows[1][3]):.2f}")
+    cpu_cudnn = scanner_cpu_mb_per_s(cudnn.path, ns.repeat)
+    cpu_miopen = scanner_cpu_mb_per_s(miopen.path, ns.repeat)
+    print(f"scanner alone, MB per CPU second: cuDNN {cpu_cudnn:.0f}, MIOpen {cpu_miopen:.0f}, "
+          f"ratio {cpu_cudnn / cpu_miopen:.2f}")
     return 0
 
 
