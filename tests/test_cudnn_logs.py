@@ -170,7 +170,7 @@ def test_every_public_excerpt_is_recognised(path):
     assert len(reasons) == len(want_undecoded) and all(r.startswith(w) for r, w in zip(reasons, want_undecoded, strict=True))
     assert scanner.stats.records == PUBLIC_RECORDS[tag]
     # nothing but whole records: every line is in a record (06 starts with the trailer of one before it)
-    assert scanner._framer.loose_lines == (4 if tag == "06" else 0)
+    assert scanner.loose_lines == (4 if tag == "06" else 0)
 
 
 def test_public_facts():

@@ -117,6 +117,11 @@ class CudnnScanner:
     def line_no(self) -> int:
         return self._framer.line_no
 
+    @property
+    def loose_lines(self) -> int:
+        """Lines outside any record (a framework's chatter, a record cut at the log's start)."""
+        return self._framer.loose_lines
+
     def feed(self, data: bytes) -> None:
         if not data:
             return
