@@ -83,6 +83,16 @@ def test_legacy_calls_alone_give_the_hand_counts():
     assert counts(decode_cudnn_bytes(data)) == HAND_COUNTS
 
 
+def test_backend_execute_calls_alone_give_the_hand_counts():
+    """Without ExecuteInternal records (cuDNN 8's backend API), each cudnnBackendExecute call
+    is a run of the convolution of its plan's graph."""
+    data = without_records(_log("cudnn_resnet50.log.gz"), "cudnnBackendExecuteInternal")
+    assert b"cudnnBackendExecuteInternal" not in data
+    scanner = decode_cudnn_bytes(data)
+    assert counts(scanner) == HAND_COUNTS
+    assert scanner.catalog.undecoded_count == 0
+
+
 def test_warning_records_are_notes_not_calls(backend):
     """Every batch-norm call draws a W! record of the same name: a note on its layer."""
     bn = [ln for ln in backend.catalog.layers() if ln.problem.op == "bnorm"]

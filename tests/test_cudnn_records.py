@@ -169,10 +169,50 @@ def test_return_records_unknown_calls_and_errors():
     assert scanner.catalog.layers() == []
 
 
-def test_backend_execute_without_execute_internal_is_reported():
-    call = record("cudnnBackendExecute", "handle: type=cudnnHandle_t; streamId=(nil);")
-    scanner = decode(call + call)
-    assert scanner.catalog.undecoded()[-1].reason.startswith("2 cudnnBackendExecute calls")
+def test_backend_execute_and_its_execute_internal_are_one_run():
+    """cuDNN 9 prints a cudnnBackendExecute call (its plan's graph), then the ExecuteInternal
+    record of the same run, then the call's status record."""
+    plan = record("cudnnBackendExecute", """executionPlan: type=CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+    engcfg: type=CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+        engine: type=CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+            opGraph: type=CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+                operation: type=CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+                    xDesc: type=CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+                        type: type=cudnnDataType_t; val=CUDNN_DATA_HALF (2);
+                        dimA: type=int; val=[2,8,6,6];
+                        strideA: type=int; val=[288,1,48,8];
+                    dwDesc: type=CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+                        type: type=cudnnDataType_t; val=CUDNN_DATA_HALF (2);
+                        dimA: type=int; val=[4,2,3,3];
+                        strideA: type=int; val=[18,1,6,2];
+                    convDesc: type=CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+                        computeType: type=cudnnDataType_t; val=CUDNN_DATA_FLOAT (0);
+                        mode: type=cudnnConvolutionMode_t; val=CUDNN_CROSS_CORRELATION (1);
+                        upperPadA: type=int; val=[1,1];
+                        lowerPadA: type=int; val=[1,1];
+                        strideA: type=int; val=[1,1];
+                        dilationA: type=int; val=[1,1];
+                    dyDesc: type=CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+                        type: type=cudnnDataType_t; val=CUDNN_DATA_HALF (2);
+                        dimA: type=int; val=[2,4,6,6];
+                        strideA: type=int; val=[144,1,24,4];
+            engine_id: type=int; val=9;
+variantPack: type=CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
+    Workspace: location=dev; addr=0x7f00;""")
+    status = record("cudnnBackendExecute", "status: type=cudnnStatus_t; val=CUDNN_STATUS_SUCCESS (0);")
+    (layer,) = layers(plan + status + plan.replace("0x7f00", "0x7f80") + status)
+    p = layer.problem
+    assert (p.direction, p.dtype, p.groups, p.in_layout, p.fil_layout, layer.executions) == \
+        ("wrw", "fp16", 4, "NHWC", "NHWC", 2)
+    assert layer.annotation("solver") == "eng9" and layer.annotation("compute_type") == "FLOAT"
+    internal_record = internal("CONV_BWD_FILTER", x=(2, 8, 6, 6), xs=(288, 1, 48, 8), w=(4, 2, 3, 3),
+                               y=(2, 4, 6, 6), ys=(144, 1, 24, 4), pads=(1, 1), strides=(1, 1), groups=4)
+    internal_record = internal_record.replace("CUDNN_DATA_FLOAT (0);\ni!         nbDims", "CUDNN_DATA_HALF (2);\n"
+                                              "i!         nbDims").replace("CUDNN_TENSOR_NCHW", "CUDNN_TENSOR_NHWC")
+    (layer,) = layers(plan + internal_record + status)
+    assert layer.executions == 1 and layer.problem == p
+    scanner = decode(record("cudnnBackendExecute", "handle: type=cudnnHandle_t; streamId=(nil);"))
+    assert scanner.catalog.undecoded()[0].reason == "cudnnBackendExecute(): no executionPlan in the record"
 
 
 def test_field_forms():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from miotui.formats.cudnn.fields import FieldError, Fields
@@ -74,10 +74,11 @@ OTHER_LAYERS: dict[str, tuple[Callable[[str, Fields], Decoded], str, str]] = {
     "cudnnSoftmaxBackward": (softmax_layer, "bwd", "execution"),
 }
 EXECUTE_INTERNAL = "cudnnBackendExecuteInternal"
+BACKEND_EXECUTE = "cudnnBackendExecute"
 ENGINE_CONFIG = "cudnnBackendFinalizeEngineCfgVisualize"
 VISUALIZE = ("cudnnBackendFinalizeGraphVisualize", ENGINE_CONFIG)
 #: calls whose records hold a layer
-LAYER_CALLS = frozenset(LEGACY_CONV) | frozenset(OTHER_LAYERS) | {EXECUTE_INTERNAL, *VISUALIZE}
+LAYER_CALLS = frozenset(LEGACY_CONV) | frozenset(OTHER_LAYERS) | {EXECUTE_INTERNAL, BACKEND_EXECUTE, *VISUALIZE}
 #: calls that record descriptors by address for the legacy calls
 DESCRIPTOR_SETTERS = frozenset({"cudnnSetConvolutionNdDescriptor", "cudnnSetConvolution2dDescriptor",
                                 "cudnnSetConvolutionGroupCount", "cudnnSetConvolutionMathType",
@@ -94,9 +95,9 @@ class Found:
 
     decoded: Decoded
     role: str
-    #: the call ran a convolution in the legacy API (its ExecuteInternal record, which
-    #: cuDNN 9 prints after it, is the same run)
-    legacy_run: bool = False
+    #: a run whose ``cudnnBackendExecuteInternal`` record, which cuDNN 9 prints after it (a
+    #: legacy convolution call, a ``cudnnBackendExecute`` call), is the same run
+    paired_run: bool = False
     #: a ``cudnnBackendExecuteInternal`` record
     internal: bool = False
 
@@ -173,6 +174,36 @@ def execute_internal(f: Fields) -> Found:
                  internal=True)
 
 
+#: a backend convolution operation's x, w, y by direction
+_BACKEND_PORTS = {"fwd": ("xDesc", "wDesc", "yDesc"), "bwd": ("dxDesc", "wDesc", "dyDesc"),
+                  "wrw": ("xDesc", "dwDesc", "dyDesc")}
+
+
+def backend_execute(f: Fields) -> Found:
+    """A ``cudnnBackendExecute`` call: the convolution of its execution plan's graph
+    (``executionPlan`` > ``engcfg`` > ``engine`` > ``opGraph`` > ``operation``), with the
+    engine and knobs the plan uses.  For logs without ExecuteInternal records (cuDNN 8)."""
+    engine = f.block("executionPlan").block("engcfg").block("engine")
+    operation = engine.block("opGraph").block("operation")
+    op_type = operation.kind
+    direction = DIRECTIONS.get(op_type)
+    if direction is None:
+        raise FieldError(f"its graph's operation is {op_type or 'not named'}, not a convolution miotui reads")
+    x_name, w_name, y_name = _BACKEND_PORTS[direction]
+    x, w, y = tensor(operation.block(x_name), x_name), tensor(operation.block(w_name), w_name), \
+        tensor(operation.block(y_name), y_name)
+    geo = geometry(operation.block("convDesc"))
+    if len(w.dims) > 1 and w.dims[1] and x.dims[1] % w.dims[1] == 0:
+        geo = replace(geo, groups=x.dims[1] // w.dims[1])
+    notes = []
+    engine_id = engine.text("engine_id", default="")
+    if engine_id:
+        knobs = engine.get("knobDesc")
+        notes.append(("solver", solver_name(engine_id, {k: v for k, v in knobs.items() if isinstance(v, str)}
+                                            if isinstance(knobs, Fields) else {})))
+    return Found(conv_layer(direction, x, w, y, geo, tuple(notes)), "execution", paired_run=True)
+
+
 def legacy_conv(fn: str, f: Fields, descriptors: Descriptors) -> Found:
     direction, role, (x_names, w_names, y_names) = LEGACY_CONV[fn]
     x = tensor(descriptors.block(f, x_names), x_names[0])
@@ -183,7 +214,7 @@ def legacy_conv(fn: str, f: Fields, descriptors: Descriptors) -> Found:
     if algo:
         notes.append(("algo", algo.split(" ")[0].replace("CUDNN_CONVOLUTION_", "")))
     return Found(conv_layer(direction, x, w, y, geometry(descriptors.block(f, ("convDesc",))), tuple(notes)), role,
-                 legacy_run=role == "execution")
+                 paired_run=role == "execution")
 
 
 def decode_call(fn: str, f: Fields, descriptors: Descriptors) -> Optional[Found]:
@@ -191,6 +222,8 @@ def decode_call(fn: str, f: Fields, descriptors: Descriptors) -> Optional[Found]
     ``FieldError`` says why a record that should hold one does not."""
     if fn == EXECUTE_INTERNAL:
         return execute_internal(f)
+    if fn == BACKEND_EXECUTE:
+        return backend_execute(f)
     if fn in LEGACY_CONV:
         return legacy_conv(fn, f, descriptors)
     if fn in OTHER_LAYERS:

@@ -44,7 +44,10 @@ Value = Union[str, "Fields"]
 
 
 class Fields(dict):
-    """One block of a record: name -> value string or nested ``Fields`` (first one wins)."""
+    """One block of a record: name -> value string or nested ``Fields`` (first one wins);
+    ``kind`` is the type the block was opened with (``CUDNN_BACKEND_OPERATION_…``)."""
+
+    kind = ""
 
     def block(self, *names: str) -> Fields:
         """The first of ``names`` that is a nested block (``FieldError`` if none is)."""
@@ -109,7 +112,7 @@ def int_array(name: str, text: str) -> tuple[int, ...]:
 
 def _value(rest: str) -> Optional[str]:
     """The value of ``type=T; val=V;`` (V), ``location=…; addr=A;`` ("@A"); None for a
-    block opener ``type=T:``; "" for anything else (``streamId=…``)."""
+    block opener ``type=T:`` (whose T is ``_opened``); "" for anything else (``streamId=…``)."""
     at = rest.find("val=")
     if at >= 0:
         value = rest[at + 4:].rstrip()
@@ -143,7 +146,7 @@ def parse_body(text: str) -> Body:
     root = Fields()
     body = Body(root)
     lines = text.split("\n")
-    items: list[tuple[int, str, Optional[str]]] = []
+    items: list[tuple[int, str, str, bool]] = []   # (indent, name, value or a block's type, opens a block)
     for line in lines[1:]:
         indent, content = _content(line.rstrip("\r"))
         if indent < 0 or not content:
@@ -164,20 +167,22 @@ def parse_body(text: str) -> Body:
             if content.endswith(":") and " " not in content:   # "name:" alone opens nothing we read
                 continue
             continue
-        items.append((indent, name, _value(rest)))
-    indented = any(indent > 0 for indent, _, _ in items)
+        value = _value(rest)
+        items.append((indent, name, rest[5:].rstrip()[:-1] if value is None else value, value is None))
+    indented = any(item[0] > 0 for item in items)
     stack: list[tuple[int, Fields]] = [(-1, root)]
-    for indent, name, value in items:
+    for indent, name, value, opens in items:
         if not indented:   # flat: a block ends at the next opener or where a name repeats
-            while len(stack) > 1 and (value is None or name in stack[-1][1]):
+            while len(stack) > 1 and (opens or name in stack[-1][1]):
                 stack.pop()
             indent = len(stack) - 1
         else:
             while len(stack) > 1 and indent <= stack[-1][0]:
                 stack.pop()
         parent = stack[-1][1]
-        if value is None:
+        if opens:
             child = Fields()
+            child.kind = value
             if name not in parent:
                 parent[name] = child
             if len(stack) < MAX_DEPTH:

@@ -27,6 +27,7 @@ from typing import Optional
 
 from miotui.catalog import Catalog
 from miotui.formats.cudnn.calls import (
+    BACKEND_EXECUTE,
     DESCRIPTOR_SETTERS,
     ENGINE_CONFIG,
     EXECUTE_INTERNAL,
@@ -68,7 +69,6 @@ class CudnnStats:
         self.unattached = 0
         self.failed_calls = 0
         self.internal_records = 0
-        self.backend_executes = 0
         self.undecoded = 0
         self.truncated_records = 0
         self.library_config = ""
@@ -106,8 +106,9 @@ class CudnnScanner:
         self.frontend = FrontendLog()
         self.descriptors = Descriptors()
         self._framer = RecordFramer(self._record)
-        #: thread -> the problem its last legacy convolution call ran (its ExecuteInternal awaited)
-        self._legacy_run: dict[str, object] = {}
+        #: thread -> the problem its last legacy convolution or cudnnBackendExecute call ran (its
+        #: ExecuteInternal record awaited)
+        self._paired_run: dict[str, object] = {}
         #: (thread, function) -> the problem of that thread's last call of it (for W!/E! records)
         self._last: OrderedDict[tuple[str, str], object] = OrderedDict()
         self._cache: dict[str, tuple[str, object]] = {}
@@ -134,10 +135,6 @@ class CudnnScanner:
         with self.catalog.lock:
             self._framer.finish()
             self.catalog.lines = self._framer.line_no
-            stats = self.stats
-            if stats.backend_executes and not stats.internal_records:
-                self._undecoded(self.line_no, f"{stats.backend_executes:,} cudnnBackendExecute calls, but this cuDNN "
-                                "logs no cudnnBackendExecuteInternal record: the layers they ran are not decoded", "")
             self.catalog.finished = time.monotonic()
 
     # ------------------------------------------------------------------ records
@@ -179,8 +176,6 @@ class CudnnScanner:
         if "status: type=cudnnStatus_t" in text:
             if "CUDNN_STATUS_SUCCESS" not in text:
                 stats.failed_calls += 1
-        elif fn == "cudnnBackendExecute":
-            stats.backend_executes += 1
         elif fn == "cudnnGraphLibraryConfigInit":
             value = parse_body(text).fields.get("apiLog")
             if isinstance(value, str):
@@ -197,6 +192,9 @@ class CudnnScanner:
         body_start = len(first) + 1
         cut = text.find("Time: ", body_start)
         cut = len(text) if cut < 0 else cut
+        if fn == BACKEND_EXECUTE:   # its buffers (variantPack) change from run to run, its layer does not
+            pack = text.find("variantPack:", body_start, cut)
+            cut = cut if pack < 0 else pack
         key = fn + text[body_start:cut]
         engine = ""
         if fn == ENGINE_CONFIG:   # one layer, many engine configurations: cached by its graph
@@ -260,14 +258,14 @@ class CudnnScanner:
         if role == "config":
             role, count = "mention", False
         elif found.internal:
-            if self._legacy_run.pop(thread, None) == problem:
-                count = False   # the legacy call just counted is this run
+            if self._paired_run.pop(thread, None) == problem:
+                count = False   # the call just counted is this run
         elif role == "execution":
-            self._legacy_run.pop(thread, None)
-            if found.legacy_run:
-                if len(self._legacy_run) >= THREADS_KEPT:
-                    self._legacy_run.clear()
-                self._legacy_run[thread] = problem
+            self._paired_run.pop(thread, None)
+            if found.paired_run:
+                if len(self._paired_run) >= THREADS_KEPT:
+                    self._paired_run.clear()
+                self._paired_run[thread] = problem
         self.catalog.add_sighting(problem, role, SOURCE_API, rec.line, self.file, decoded.warnings,
                                   decoded.annotations, raw=_raw(rec), count=count)
         self._remember(thread, fn, problem)
