@@ -210,7 +210,13 @@ variantPack: type=CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
     internal_record = internal_record.replace("CUDNN_DATA_FLOAT (0);\ni!         nbDims", "CUDNN_DATA_HALF (2);\n"
                                               "i!         nbDims").replace("CUDNN_TENSOR_NCHW", "CUDNN_TENSOR_NHWC")
     (layer,) = layers(plan + internal_record + status)
+    assert layer.executions == 1 and layer.problem == p and layer.warnings == ()
+    # where the ExecuteInternal record describes the run otherwise (here its filter's declared
+    # format), the run is still one, on the call's row, with what differs
+    (layer,) = layers(plan + internal_record.replace("CUDNN_TENSOR_NHWC", "CUDNN_TENSOR_NCHW") + status)
     assert layer.executions == 1 and layer.problem == p
+    assert layer.warnings == ("the ExecuteInternal record of a run of this layer describes fil_layout NCHW "
+                              "(the call: NHWC)",)
     scanner = decode(record("cudnnBackendExecute", "handle: type=cudnnHandle_t; streamId=(nil);"))
     assert scanner.catalog.undecoded()[0].reason == "cudnnBackendExecute(): no executionPlan in the record"
 

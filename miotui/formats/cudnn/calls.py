@@ -182,7 +182,9 @@ _BACKEND_PORTS = {"fwd": ("xDesc", "wDesc", "yDesc"), "bwd": ("dxDesc", "wDesc",
 def backend_execute(f: Fields) -> Found:
     """A ``cudnnBackendExecute`` call: the convolution of its execution plan's graph
     (``executionPlan`` > ``engcfg`` > ``engine`` > ``opGraph`` > ``operation``), with the
-    engine and knobs the plan uses.  For logs without ExecuteInternal records (cuDNN 8)."""
+    engine and knobs the plan uses: the run, in a log without ExecuteInternal records (read
+    as cuDNN 9.19 prints it; cuDNN 8.2's records nest a plan the same way in the public
+    excerpts, but no cuDNN 8 execute record was at hand)."""
     engine = f.block("executionPlan").block("engcfg").block("engine")
     operation = engine.block("opGraph").block("operation")
     op_type = operation.kind

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
+from dataclasses import fields
 from typing import Optional
 
 from miotui.catalog import Catalog
@@ -258,8 +259,14 @@ class CudnnScanner:
         if role == "config":
             role, count = "mention", False
         elif found.internal:
-            if self._paired_run.pop(thread, None) == problem:
-                count = False   # the call just counted is this run
+            paired = self._paired_run.pop(thread, None)
+            if paired is not None:   # the call just counted on this thread is this run
+                count = False
+                if paired != problem:   # one run, one row: the call's, with what differs
+                    warnings = (f"the ExecuteInternal record of a run of this layer describes "
+                                f"{_differences(paired, problem)}",)
+                    decoded = Decoded(paired, decoded.annotations, decoded.warnings + warnings)
+                    problem = paired
         elif role == "execution":
             self._paired_run.pop(thread, None)
             if found.paired_run:
@@ -321,6 +328,14 @@ class CudnnScanner:
 
     def _undecoded(self, line: int, reason: str, text: str) -> None:
         self.catalog.add_undecoded(line, reason, text, self.file)
+
+
+def _differences(call: object, internal: object) -> str:
+    """What an ExecuteInternal record says otherwise than its call: ``fil_layout NHWC (the
+    call: NCHW)``."""
+    diffs = [f"{f.name} {getattr(internal, f.name)} (the call: {getattr(call, f.name)})" for f in fields(call)
+             if getattr(call, f.name) != getattr(internal, f.name, None)] if type(call) is type(internal) else []
+    return ", ".join(diffs) if diffs else f"another problem ({getattr(internal, 'key', internal)})"
 
 
 def _thread(text: str, start: int) -> str:
