@@ -184,3 +184,15 @@ def test_an_overlong_line_is_cut_the_same_in_any_chunking():
     assert frame([data[i:i + 4096] for i in range(0, len(data), 4096)]) == whole
     (record,) = whole
     assert record.text.startswith("I! CuDNN (v9) function cudnnX()") and len(record.text) <= RECORD_CHARS
+
+
+def test_caches_are_bounded_in_characters():
+    """Distinct large records (each decoded once) do not pile up in the caches."""
+    from miotui.formats.cudnn.scanner import CACHE_CHARS
+    filler = "i!     knob: type=int; val=1;\n" * 3000
+    records = "".join(f"I! CuDNN (v91900 56) function cudnnBackendExecuteInternal() called:\n"
+                      f"i!     operation: type=internalType; val=CONV_FORWARD;\ni!     n{i}: type=int; val={i};\n"
+                      + filler for i in range(300))
+    scanner = decode_in([records.encode()])
+    assert scanner.catalog.undecoded_count == 300
+    assert scanner._cache.chars <= CACHE_CHARS and len(records) > CACHE_CHARS

@@ -47,8 +47,9 @@ from miotui.formats.cudnn.layers import Decoded
 SOURCE_API = "cudnn-api"
 SOURCE_FRONTEND = "cudnn-frontend"
 SOURCE_XLA = "tensorflow-xla"
-#: decoded records remembered by their text (cleared when over this many)
+#: decoded records remembered by their text (cleared when over this many, or this many characters)
 CACHE_ENTRIES = 4096
+CACHE_CHARS = 16 << 20
 #: per-thread and per-(thread, call) state kept (cleared when over this many)
 THREADS_KEPT = 1024
 #: distinct function names counted one by one (the rest under "other")
@@ -96,6 +97,23 @@ def looks_like_cudnn(head: bytes) -> bool:
     return ANCHOR.search(head.decode("utf-8", "replace")) is not None
 
 
+class TextCache(dict):
+    """Values by the text they were decoded from, bounded in entries and in the characters
+    of its keys (a hostile log of distinct 256 KB records must not fill memory): cleared
+    when full, as a training log's records repeat and are soon decoded again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chars = 0
+
+    def put(self, key: str, value: object) -> None:
+        if len(self) >= CACHE_ENTRIES or self.chars + len(key) > CACHE_CHARS:
+            self.clear()
+            self.chars = 0
+        self[key] = value
+        self.chars += len(key)
+
+
 class CudnnScanner:
     """Feeds one cuDNN log (file, stdin) into a catalog, chunk by chunk: the same
     ``feed``/``finish`` as the MIOpen scanner."""
@@ -112,8 +130,8 @@ class CudnnScanner:
         self._paired_run: dict[str, object] = {}
         #: (thread, function) -> the problem of that thread's last call of it (for W!/E! records)
         self._last: OrderedDict[tuple[str, str], object] = OrderedDict()
-        self._cache: dict[str, tuple[str, object]] = {}
-        self._parsed: dict[str, Body] = {}
+        self._cache = TextCache()    # layer call text -> ("ok", Found) / ("error", why) / ("return", None)
+        self._parsed = TextCache()   # record body text -> Body
 
     @property
     def line_no(self) -> int:
@@ -215,9 +233,7 @@ class CudnnScanner:
                     cached = ("error", str(e))
             by_address = fn in LEGACY_CONV and "Desc: location=" in key
             if not by_address:
-                if len(self._cache) >= CACHE_ENTRIES:
-                    self._cache.clear()
-                self._cache[key] = cached
+                self._cache.put(key, cached)
         else:
             thread = _thread(text, cut)
         kind, value = cached
@@ -246,9 +262,8 @@ class CudnnScanner:
         key = text[body_start:cut]
         body = self._parsed.get(key)
         if body is None:
-            if len(self._parsed) >= CACHE_ENTRIES:
-                self._parsed.clear()
-            body = self._parsed[key] = parse_body(text[:cut])
+            body = parse_body(text[:cut])
+            self._parsed.put(key, body)
         return body, _thread(text, cut)
 
     def _found(self, rec: Record, fn: str, thread: str, found: Found) -> None:
