@@ -213,3 +213,13 @@ def test_decode_picks_the_cudnn_format_by_content(tmp_path):
     assert layer["driver_command"].startswith("MIOpenDriver conv -n 1 -c 3 -H 224 -W 224 -k 96 -y 11 -x 11")
     miopen = decode_paths([str(MIOPEN_RESNET50)])
     assert sum(ln.executions for ln in miopen.layers() if ln.problem.op == "conv") == 369
+
+
+def test_no_miopen_log_is_taken_for_cudnn():
+    """The format is chosen by content: none of the project's MIOpen logs (real excerpts,
+    MITuna data, regressions, the bundled samples) looks like cuDNN's."""
+    root = Path(__file__).parent.parent
+    paths = [p for p in (Path(__file__).parent / "data").rglob("*") if p.is_file() and "cudnn" not in p.parts]
+    paths += sorted((root / "sample_logs").glob("*.log")) + sorted((root / "miotui" / "samples").glob("*.log"))
+    assert len(paths) > 100
+    assert [p.name for p in paths if looks_like_cudnn(p.read_bytes()[:1 << 20])] == []
