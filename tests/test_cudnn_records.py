@@ -321,3 +321,11 @@ def test_frontend_autotune_timing_is_a_find():
     assert (layer.problem.c, layer.problem.k, layer.finds, layer.mentions) == (4, 6, 2, 1)
     assert dict(layer.annotation_history)["plan_time_ms"] == ("ConvFwd_eng0 0.0510", "ConvFwd_eng28_k3=1 0.0201")
     assert layer.annotation("solver") == "ConvFwd_eng28_k3=1" and scanner.frontend.executions == 1
+
+
+def test_a_time_inside_a_body_does_not_merge_two_records():
+    """Repeated records are decoded once by their text without the trailer; the trailer is
+    the last ``Time:`` line, not any ``Time: `` in a value."""
+    first = internal().replace("enable_tf32:", 'note: type=string; val="Time: 3";\ni!     enable_tf32:')
+    second = first.replace("[16,3,224,224]", "[8,3,224,224]").replace("[16,64,112,112]", "[8,64,112,112]")
+    assert [layer.problem.n for layer in layers(first + second)] == [16, 8]

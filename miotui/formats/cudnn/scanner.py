@@ -71,6 +71,7 @@ class CudnnStats:
         self.unattached = 0
         self.failed_calls = 0
         self.internal_records = 0
+        #: records of layer calls whose layer could not be read (each listed as undecoded)
         self.undecoded = 0
         self.truncated_records = 0
         self.library_config = ""
@@ -209,8 +210,7 @@ class CudnnScanner:
     def _layer_call(self, rec: Record, fn: str, first: str) -> None:
         text = rec.text
         body_start = len(first) + 1
-        cut = text.find("Time: ", body_start)
-        cut = len(text) if cut < 0 else cut
+        cut = _trailer(text, body_start)
         if fn == BACKEND_EXECUTE:   # its buffers (variantPack) change from run to run, its layer does not
             pack = text.find("variantPack:", body_start, cut)
             cut = cut if pack < 0 else pack
@@ -257,8 +257,7 @@ class CudnnScanner:
         """A record's body and its thread; the body (without its trailer, which has the time
         and thread) parsed once per distinct text: setter and warning records repeat every
         iteration.  The caller only reads it."""
-        cut = text.find("Time: ", body_start)
-        cut = len(text) if cut < 0 else cut
+        cut = _trailer(text, body_start)
         key = text[body_start:cut]
         body = self._parsed.get(key)
         if body is None:
@@ -351,6 +350,19 @@ def _differences(call: object, internal: object) -> str:
     diffs = [f"{f.name} {getattr(internal, f.name)} (the call: {getattr(call, f.name)})" for f in fields(call)
              if getattr(call, f.name) != getattr(internal, f.name, None)] if type(call) is type(internal) else []
     return ", ".join(diffs) if diffs else f"another problem ({getattr(internal, 'key', internal)})"
+
+
+_TRAILER_PREFIXES = ("", "i! ", "w! ", "e! ", "│ ")
+
+
+def _trailer(text: str, start: int) -> int:
+    """Where a record's ``Time:`` trailer line starts (its end where it has none): what
+    follows is the time and thread, which differ between repeats of the same call."""
+    at = text.rfind("Time: ", start)
+    if at < 0:
+        return len(text)
+    line = text.rfind("\n", 0, at) + 1
+    return line if text[line:at] in _TRAILER_PREFIXES else len(text)
 
 
 def _thread(text: str, start: int) -> str:
