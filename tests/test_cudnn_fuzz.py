@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import random
+import re
+from collections import Counter
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,15 +19,28 @@ from miotui.formats.cudnn.framing import HEADER_CHARS, LINE_CHARS, RECORD_CHARS,
 DATA = Path(__file__).parent / "data" / "cudnn"
 
 
+def _sample(data: bytes, per_function: int) -> bytes:
+    """The first ``per_function`` records of each kind (severity and function), in log order."""
+    starts = [m.start() for m in re.finditer(rb"^[IWE]! CuDNN \(v", data, re.M)] + [len(data)]
+    seen: Counter = Counter()
+    kept = []
+    for a, b in zip(starts, starts[1:], strict=False):
+        kind = data[a:data.find(b"(", data.find(b" function ", a))]
+        seen[kind] += 1
+        if seen[kind] <= per_function:
+            kept.append(data[a:b])
+    return b"".join(kept)
+
+
 def _corpus() -> bytes:
-    """Every form in one text: the first records of both ResNet-50 logs (legacy calls,
-    ExecuteInternal, Visualize JSON, W! records, batch norm), a frontend log's start, and
-    every public excerpt (callback form in UTF-8, documentation form, XLA, v1 JSON)."""
-    parts = []
-    for name, size in (("cudnn_resnet50_v7.log.gz", 120_000), ("cudnn_resnet50.log.gz", 60_000),
-                       ("fe_resnet50_amp.log.gz", 20_000)):
-        text = gzip.decompress((DATA / "h100" / name).read_bytes())[:size]
-        parts.append(text[:text.rfind(b"\n\n\n") + 3] if b"\n\n\n" in text else text)
+    """Every form in one text: records of every kind from both ResNet-50 logs (legacy calls
+    in three directions, ExecuteInternal, cudnnBackendExecute and its status, Visualize
+    JSON, W! records, batch norm, setters), a frontend log's start, and every public
+    excerpt (callback form in UTF-8, documentation form, XLA, v1 JSON)."""
+    parts = [_sample(gzip.decompress((DATA / "h100" / name).read_bytes()), 3)
+             for name in ("cudnn_resnet50_v7.log.gz", "cudnn_resnet50.log.gz")]
+    text = gzip.decompress((DATA / "h100" / "fe_resnet50_amp.log.gz").read_bytes())[:20_000]
+    parts.append(text[:text.rfind(b"\n[cudnn_frontend]") + 1])
     for path in sorted((DATA / "public").iterdir()):
         if path.suffix in (".log", ".json"):
             parts.append(path.read_bytes().rstrip(b"\n") + b"\n\n")
@@ -66,6 +81,9 @@ def test_the_corpus_holds_every_form():
     assert {"conv", "bnorm"} <= ops and len(layers) > 10
     assert any(layer[0].dtype == "fp16" for layer in layers)      # the AMP frontend log
     assert any("cudnn_warning" in dict(layer[6]) for layer in layers)
+    for kind in (b"function cudnnBackendExecute()", b"cudnnConvolutionBackwardData", b"W! CuDNN", b"Visualize",
+                 b"cudnnBatchNormalizationBackwardEx", b"\xe2\x94\x8c Debug", b"[cudnn_frontend]"):
+        assert kind in CORPUS
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -102,7 +120,7 @@ HEADERS = [b"I! CuDNN (v91900 56) function cudnnBackendExecuteInternal() called:
 def test_mutated_records_never_crash_and_stay_chunk_invariant(mutations):
     """Real records with bytes flipped, lines cut or doubled and headers dropped in: every
     one decoded or listed as undecoded, and the same catalog in any chunking."""
-    data = bytearray(CORPUS[:40_000])
+    data = bytearray(CORPUS[:60_000])
     for pos, value, kind in mutations:
         pos %= len(data)
         if kind == "flip":
