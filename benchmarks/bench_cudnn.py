@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import lzma
 import os
 import sys
 
@@ -28,7 +29,7 @@ sys.path.insert(0, HERE)
 import bench_decode  # noqa: E402
 
 ROOT = bench_decode.ROOT
-LOGS = {"backend": "cudnn_resnet50.log.gz", "v7": "cudnn_resnet50_v7.log.gz"}
+LOGS = {"backend": "cudnn_resnet50.log.xz", "v7": "cudnn_resnet50_v7.log.gz"}
 
 
 def cudnn_log(which: str, size: int) -> bench_decode.Generated:
@@ -36,7 +37,8 @@ def cudnn_log(which: str, size: int) -> bench_decode.Generated:
     os.makedirs(bench_decode.OUT_DIR, exist_ok=True)
     path = os.path.join(bench_decode.OUT_DIR, f"cudnn_{which}_{bench_decode.size_label(size)}.log")
     if not os.path.exists(path):
-        data = gzip.decompress(open(os.path.join(ROOT, "tests", "data", "cudnn", "h100", LOGS[which]), "rb").read())
+        raw = open(os.path.join(ROOT, "tests", "data", "cudnn", "h100", LOGS[which]), "rb").read()
+        data = lzma.decompress(raw) if LOGS[which].endswith(".xz") else gzip.decompress(raw)
         with open(path, "wb") as fh:
             written = 0
             while written < size:

@@ -4,6 +4,7 @@ catalog, and no input crashes the decoder or grows its memory past its caps."""
 from __future__ import annotations
 
 import gzip
+import lzma
 import random
 import re
 from collections import Counter
@@ -37,8 +38,9 @@ def _corpus() -> bytes:
     in three directions, ExecuteInternal, cudnnBackendExecute and its status, Visualize
     JSON, W! records, batch norm, setters), a frontend log's start, and every public
     excerpt (callback form in UTF-8, documentation form, XLA, v1 JSON)."""
-    parts = [_sample(gzip.decompress((DATA / "h100" / name).read_bytes()), 3)
-             for name in ("cudnn_resnet50_v7.log.gz", "cudnn_resnet50.log.gz")]
+    parts = [_sample(gzip.decompress((DATA / "h100" / "cudnn_resnet50_v7.log.gz").read_bytes()), 3),
+             _sample(lzma.decompress((DATA / "h100" / "cudnn_resnet50.log.xz").read_bytes()), 3),
+             _sample(lzma.decompress((DATA / "h100" / "small_bench.log.xz").read_bytes())[:3_000_000], 30)]
     text = gzip.decompress((DATA / "h100" / "fe_resnet50_amp.log.gz").read_bytes())[:20_000]
     parts.append(text[:text.rfind(b"\n[cudnn_frontend]") + 1])
     for path in sorted((DATA / "public").iterdir()):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import lzma
 import re
 from collections import Counter
 from pathlib import Path
@@ -22,12 +23,14 @@ HEADER_LINE = re.compile(rb"^[IWE]! CuDNN \(v", re.M)
 
 
 def _log(name: str) -> bytes:
-    return gzip.decompress((H100 / name).read_bytes())
+    """A log of h100/, decompressed (.gz, or .xz: half the size for the larger logs)."""
+    data = (H100 / name).read_bytes()
+    return lzma.decompress(data) if name.endswith(".xz") else gzip.decompress(data)
 
 
 @pytest.fixture(scope="module")
 def backend():
-    return decode_cudnn_bytes(_log("cudnn_resnet50.log.gz"))
+    return decode_cudnn_bytes(_log("cudnn_resnet50.log.xz"))
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +89,7 @@ def test_legacy_calls_alone_give_the_hand_counts():
 def test_backend_execute_calls_alone_give_the_hand_counts():
     """Without ExecuteInternal records (cuDNN 8's backend API), each cudnnBackendExecute call
     is a run of the convolution of its plan's graph."""
-    data = without_records(_log("cudnn_resnet50.log.gz"), "cudnnBackendExecuteInternal")
+    data = without_records(_log("cudnn_resnet50.log.xz"), "cudnnBackendExecuteInternal")
     assert b"cudnnBackendExecuteInternal" not in data
     scanner = decode_cudnn_bytes(data)
     assert counts(scanner) == HAND_COUNTS
@@ -223,3 +226,63 @@ def test_no_miopen_log_is_taken_for_cudnn():
     paths += sorted((root / "sample_logs").glob("*.log")) + sorted((root / "miotui" / "samples").glob("*.log"))
     assert len(paths) > 100
     assert [p.name for p in paths if looks_like_cudnn(p.read_bytes()[:1 << 20])] == []
+
+
+#: small logs made for these tests on an H100 (PyTorch 2.11, cuDNN 9.19; h100/README.md), with
+#: counts by hand (grep): (unique conv layers, runs by direction, finds, batch-norm runs, undecoded)
+SMALL = {
+    "bench": (5, {"fwd": 4, "bwd": 2, "wrw": 4}, 100, {}, 0),
+    "amp_cl": (5, {"fwd": 4, "bwd": 2, "wrw": 4}, 0, {"fwd_train": 2, "bwd": 2}, 0),
+    "variety": (6, {"fwd": 4, "bwd": 2, "wrw": 6}, 0, {}, 0),
+    "variety_v7": (4, {"fwd": 2, "bwd": 2, "wrw": 4}, 0, {}, 0),
+    "lstm": (0, {}, 0, {}, 6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_small_h100_logs_give_their_hand_counts(name):
+    scanner = decode_cudnn_bytes(_log(f"small_{name}.log.xz"))
+    unique, runs, finds, bnorm, undecoded = SMALL[name]
+    got_unique, _, got_runs, got_bnorm = counts(scanner)
+    conv = [ln for ln in scanner.catalog.layers() if ln.problem.op == "conv"]
+    assert (got_unique, got_runs, sum(ln.finds for ln in conv), got_bnorm) == (unique, runs, finds, bnorm)
+    assert scanner.catalog.undecoded_count == undecoded
+
+
+def test_benchmark_mode_plan_timing_is_finds():
+    """benchmark=True: each new layer's 20 timed executions of candidate plans are finds, the
+    chosen plan's runs are runs."""
+    scanner = decode_cudnn_bytes(_log("small_bench.log.xz"))
+    conv = [ln for ln in scanner.catalog.layers() if ln.problem.op == "conv"]
+    assert [(ln.executions, ln.finds) for ln in conv] == [(2, 20)] * 5
+    assert all(ln.annotation("plan_timing").startswith("20 timed executions of ") for ln in conv)
+    assert scanner.stats.timed_executions == 100
+
+
+def test_channels_last_amp_3d_bf16_transposed():
+    amp = decode_cudnn_bytes(_log("small_amp_cl.log.xz"))
+    conv = [ln.problem for ln in amp.catalog.layers() if ln.problem.op == "conv"]
+    assert {(p.dtype, p.in_layout, p.fil_layout, p.out_layout) for p in conv} == {("fp16", "NHWC", "NHWC", "NHWC")}
+    assert {p.groups for p in conv} == {1, 4}
+    variety = decode_cudnn_bytes(_log("small_variety.log.xz"))
+    keys = {(p.direction, p.dtype, p.ndim, p.c, p.k) for p in (ln.problem for ln in variety.catalog.layers())}
+    # Conv3d(4, 8) fwd and wrw; ConvTranspose2d(4, 6) runs as cuDNN's backward data of a 6 -> 4
+    # convolution (and its wrw); a bf16 Conv2d(4, 4) fwd and wrw
+    assert keys == {("fwd", "fp32", 3, 4, 8), ("wrw", "fp32", 3, 4, 8), ("bwd", "fp32", 2, 6, 4),
+                    ("wrw", "fp32", 2, 6, 4), ("fwd", "bf16", 2, 4, 4), ("wrw", "bf16", 2, 4, 4)}
+
+
+def test_rnn_calls_are_listed_by_name():
+    scanner = decode_cudnn_bytes(_log("small_lstm.log.xz"))
+    assert sorted({u.reason.split("(")[0] for u in scanner.catalog.undecoded()}) == [
+        "cuDNN call cudnnRNNBackwardData_v8", "cuDNN call cudnnRNNBackwardWeights_v8", "cuDNN call cudnnRNNForward"]
+    assert scanner.stats.by_function["cudnnGetRNNWeightParams"] == 9616
+
+
+def test_an_execute_internal_without_shapes_is_its_calls_other_form():
+    """cuDNN 9.19 printed two ExecuteInternal records of legacy backward-filter calls with
+    empty descriptors: the run is the call's, noted on its layer, not undecoded."""
+    scanner = decode_cudnn_bytes(_log("small_variety_v7.log.xz"))
+    assert scanner.stats.internal_unread == 2 and scanner.catalog.undecoded_count == 0
+    (layer,) = [ln for ln in scanner.catalog.layers() if any("without its shapes" in w for w in ln.warnings)]
+    assert (layer.problem.direction, layer.executions) == ("wrw", 2)
