@@ -235,7 +235,7 @@ SMALL = {
     "amp_cl": (5, {"fwd": 4, "bwd": 2, "wrw": 4}, 0, {"fwd_train": 2, "bwd": 2}, 0),
     "variety": (6, {"fwd": 4, "bwd": 2, "wrw": 6}, 0, {}, 0),
     "variety_v7": (4, {"fwd": 2, "bwd": 2, "wrw": 4}, 0, {}, 0),
-    "lstm": (0, {}, 0, {}, 6),
+    "lstm": (0, {}, 0, {}, 0),
 }
 
 
@@ -272,10 +272,17 @@ def test_channels_last_amp_3d_bf16_transposed():
                     ("wrw", "fp32", 2, 6, 4), ("fwd", "bf16", 2, 4, 4), ("wrw", "bf16", 2, 4, 4)}
 
 
-def test_rnn_calls_are_listed_by_name():
+def test_lstm_calls_are_rnn_layers():
+    """cudnnRNNForward / BackwardData_v8 / BackwardWeights_v8 of LSTM(32, 64, 2 layers) on 5 x 3 x 32:
+    one layer per pass, 2 runs each (2 iterations), as MIOpen's rnn_seq problem."""
     scanner = decode_cudnn_bytes(_log("small_lstm.log.xz"))
-    assert sorted({u.reason.split("(")[0] for u in scanner.catalog.undecoded()}) == [
-        "cuDNN call cudnnRNNBackwardData_v8", "cuDNN call cudnnRNNBackwardWeights_v8", "cuDNN call cudnnRNNForward"]
+    layers = scanner.catalog.layers()
+    assert [(ln.problem.op, ln.problem.direction, ln.executions) for ln in layers] == [
+        ("rnn", "fwd", 2), ("rnn", "bwd", 2), ("rnn", "wrw", 2)]
+    p = layers[0].problem
+    assert (p.mode, p.batch, p.seq_len, p.in_size, p.hidden, p.layers, p.bias, p.seq_lens) == \
+        ("lstm", (3,), 5, 32, 64, 2, True, (5, 5, 5))
+    assert layers[0].driver_command.startswith("MIOpenDriver rnn_seq -n 3 -W 32 -H 64 -l 2")
     assert scanner.stats.by_function["cudnnGetRNNWeightParams"] == 9616
 
 

@@ -34,6 +34,7 @@ from miotui.formats.cudnn.layers import (
     conv_layer,
     geometry,
     pool_layer,
+    rnn_layer,
     softmax_layer,
     solver_name,
     tensor,
@@ -72,6 +73,9 @@ OTHER_LAYERS: dict[str, tuple[Callable[[str, Fields], Decoded], str, str]] = {
     "cudnnActivationBackward": (activation_layer, "bwd", "execution"),
     "cudnnSoftmaxForward": (softmax_layer, "fwd", "execution"),
     "cudnnSoftmaxBackward": (softmax_layer, "bwd", "execution"),
+    "cudnnRNNForward": (rnn_layer, "fwd", "execution"),
+    "cudnnRNNBackwardData_v8": (rnn_layer, "bwd", "execution"),
+    "cudnnRNNBackwardWeights_v8": (rnn_layer, "wrw", "execution"),
 }
 EXECUTE_INTERNAL = "cudnnBackendExecuteInternal"
 BACKEND_EXECUTE = "cudnnBackendExecute"

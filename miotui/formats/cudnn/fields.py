@@ -95,18 +95,20 @@ def to_int(name: str, text: str) -> int:
     return int(text)
 
 
-def int_array(name: str, text: str) -> tuple[int, ...]:
-    """``[16,3,224,224]`` -> (16, 3, 224, 224); measured before it is split."""
+def int_array(name: str, text: str, items: int = ARRAY_ITEMS) -> tuple[int, ...]:
+    """``[16,3,224,224]`` -> (16, 3, 224, 224); measured before it is split (at most
+    ``items`` elements: a shape's few, or a batch's sequence lengths)."""
     text = text.strip()
-    if len(text) > ARRAY_CHARS:
-        raise FieldError(f"{name} is an array of {len(text):,} characters (at most {ARRAY_CHARS} are read)")
+    limit = ARRAY_CHARS * max(1, items // ARRAY_ITEMS)
+    if len(text) > limit:
+        raise FieldError(f"{name} is an array of {len(text):,} characters (at most {limit:,} are read)")
     if not (text.startswith("[") and text.endswith("]")):
         raise FieldError(f"{name} is {text[:40]!r}, not an array")
     inner = text[1:-1].strip().strip(",")
     if not inner:
         return ()
-    if inner.count(",") >= ARRAY_ITEMS:
-        raise FieldError(f"{name} has more than {ARRAY_ITEMS} elements")
+    if inner.count(",") >= items:
+        raise FieldError(f"{name} has more than {items} elements")
     return tuple(to_int(name, part) for part in inner.split(","))
 
 

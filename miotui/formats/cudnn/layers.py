@@ -25,6 +25,7 @@ from miotui.problems import (
     ConvProblem,
     PoolProblem,
     ProblemError,
+    RNNProblem,
     SoftmaxProblem,
 )
 from miotui.problems.base import ProblemBase
@@ -290,6 +291,50 @@ def softmax_layer(direction: str, f: Fields) -> Decoded:
     except ProblemError as e:
         raise FieldError(str(e)) from None
     return Decoded(problem)
+
+
+_RNN_MODES = {"CUDNN_RNN_RELU": "relu", "CUDNN_RNN_TANH": "tanh", "CUDNN_LSTM": "lstm", "CUDNN_GRU": "gru"}
+#: cudnnRNNDataLayout_t -> MIOpenDriver's -I (1 seq-major packed, 2 seq-major padded, 3 batch-major padded)
+_RNN_LAYOUTS = {"CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED": 2, "CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED": 1,
+                "CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED": 3}
+#: sequence lengths read from one RNN data descriptor (one per sample of the batch)
+RNN_BATCH = 4096
+
+
+def rnn_layer(direction: str, f: Fields) -> Decoded:
+    """A ``cudnnRNNForward`` / ``cudnnRNNBackwardData_v8`` / ``cudnnRNNBackwardWeights_v8``
+    call (cuDNN 8+ RNN API): ``rnnDesc`` and the input's RNN data descriptor (``dimA`` is
+    [max sequence length, batch, vector size], ``seqLengthArray`` one length per sample)."""
+    desc = f.block("rnnDesc")
+    x = f.block("xDesc")
+    mode = enum_name(desc.text("cellMode"))
+    if mode not in _RNN_MODES:
+        raise FieldError(f"RNN cell mode {mode} has no MIOpen counterpart")
+    dims = x.array("dimA")
+    if len(dims) != 3:
+        raise FieldError(f"xDesc dimA is {list(dims)}, not [max sequence length, batch, vector size]")
+    seq_len, batch, _vector = dims
+    lengths = int_array("seqLengthArray", x.text("seqLengthArray", default="[]"), RNN_BATCH)
+    layout = enum_name(x.text("layout", default=""))
+    hidden, proj = desc.integer("hiddenSize"), desc.integer("projSize", default=0)
+    warnings = [f"LSTM projection to {proj} (MIOpen's RNN has none): the problem is the unprojected LSTM"] \
+        if proj and proj != hidden else []
+    dropout = desc.get("dropoutDesc")
+    try:
+        rate = float(dropout.text("dropout", default="0")) if isinstance(dropout, Fields) else 0.0
+        dtype_text = x.text("dataType", default=desc.text("dataType", default=""))
+        problem = RNNProblem(
+            direction=direction, dtype=dtype_of(dtype_text), mode=_RNN_MODES[mode], batch=(batch,), seq_len=seq_len,
+            in_size=desc.integer("inputSize"), hidden=hidden, layers=desc.integer("numLayers"),
+            bias=enum_name(desc.text("biasMode", default="")) != "CUDNN_RNN_NO_BIAS",
+            input_mode="skip" if enum_name(desc.text("inputMode", default="")) == "CUDNN_SKIP_INPUT" else "linear",
+            bidirectional=enum_name(desc.text("bidirectional", "dirMode", default="")) == "CUDNN_BIDIRECTIONAL",
+            inference=enum_name(f.text("fwdMode", default="")) == "CUDNN_FWD_MODE_INFERENCE",
+            dropout=rate, api="rnn_seq", seq_lens=lengths, io_layout=_RNN_LAYOUTS.get(layout, 0))
+    except (ValueError, ProblemError) as e:
+        raise FieldError(str(e)) from None
+    notes = (("rnn_algo", enum_name(desc.text("algo", default=""))),) if desc.text("algo", default="") else ()
+    return Decoded(problem, notes, tuple(warnings))
 
 
 def solver_name(engine: str, knobs: dict[str, str]) -> str:
