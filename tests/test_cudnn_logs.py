@@ -293,3 +293,19 @@ def test_an_execute_internal_without_shapes_is_its_calls_other_form():
     assert scanner.stats.internal_unread == 2 and scanner.catalog.undecoded_count == 0
     (layer,) = [ln for ln in scanner.catalog.layers() if any("without its shapes" in w for w in ln.warnings)]
     assert (layer.problem.direction, layer.executions) == ("wrw", 2)
+
+
+def test_pooling_activation_softmax_calls():
+    """Direct cuDNN calls on the H100 (h100/README.md): the forward's input is srcDesc, the
+    pooling backward's is destDesc; each call is a run of its layer."""
+    scanner = decode_cudnn_bytes(_log("small_ops.log.xz"))
+    got = [(ln.problem.op, ln.problem.direction, ln.executions) for ln in scanner.catalog.layers()]
+    assert got == [("pool", "fwd", 1), ("pool", "bwd", 1), ("pool", "fwd", 1), ("pool", "bwd", 1),
+                   ("activ", "fwd", 1), ("activ", "bwd", 1), ("softmax", "fwd", 1), ("softmax", "bwd", 1)]
+    assert scanner.catalog.undecoded_count == 0
+    pools = [ln.problem for ln in scanner.catalog.layers()][:4]
+    assert [(p.mode, p.input_shape, p.window, p.pads, p.strides) for p in pools[::2]] == [
+        ("max", (2, 3, 8, 8), (3, 3), (1, 1), (2, 2)), ("avg", (2, 3, 8, 8), (3, 3), (1, 1), (2, 2))]
+    softmax = [ln.problem for ln in scanner.catalog.layers()][6:]
+    assert [(p.algorithm, p.mode) for p in softmax] == [(1, 1), (2, 0)]
+    assert [ln.problem.mode_name for ln in scanner.catalog.layers()[4:6]] == ["RELU", "RELU"]

@@ -238,7 +238,7 @@ ACTIVATIONS = {"CUDNN_ACTIVATION_IDENTITY": 0, "CUDNN_ACTIVATION_SIGMOID": 1, "C
 
 
 def activation_layer(direction: str, f: Fields) -> Decoded:
-    x = tensor(f.block("xDesc", "yDesc"), "xDesc")
+    x = tensor(f.block("xDesc", "srcDesc"), "xDesc")   # cuDNN 9 names the forward's input srcDesc
     _four_d(x, "xDesc")
     desc = f.block("activationDesc")
     mode = enum_name(desc.text("mode"))
@@ -260,7 +260,8 @@ _POOL_MODES = {"CUDNN_POOLING_MAX": "max", "CUDNN_POOLING_MAX_DETERMINISTIC": "m
 
 
 def pool_layer(direction: str, f: Fields) -> Decoded:
-    x = tensor(f.block("xDesc"), "xDesc")
+    # the input x: srcDesc of the forward, destDesc of the backward (whose srcDesc is y) in cuDNN 9
+    x = tensor(f.block("xDesc", "srcDesc" if direction == "fwd" else "destDesc"), "xDesc")
     desc = f.block("poolingDesc")
     mode = enum_name(desc.text("mode"))
     if mode not in _POOL_MODES:
@@ -279,7 +280,7 @@ _SOFTMAX_MODES = {"CUDNN_SOFTMAX_MODE_INSTANCE": 0, "CUDNN_SOFTMAX_MODE_CHANNEL"
 
 
 def softmax_layer(direction: str, f: Fields) -> Decoded:
-    x = tensor(f.block("xDesc", "yDesc"), "xDesc")
+    x = tensor(f.block("xDesc", "srcDesc", "yDesc", "destDiffDesc"), "xDesc")   # every tensor has x's shape
     _four_d(x, "xDesc")
     algo = enum_name(f.text("algorithm", "algo"))
     mode = enum_name(f.text("mode"))
