@@ -118,21 +118,35 @@ class RecordFramer:
     def _lines(self, block: str, over: int) -> None:
         """Whole lines (``block`` ends with a newline).  ``over``: characters of its first
         line that were not kept (an overlong line)."""
-        pos = 0
         base = self.line_no
-        seen = 0
         starts = [m.start() + 1 for m in _AFTER_NEWLINE.finditer(block)]
         if ANCHOR.match(block):
             starts.insert(0, 0)
-        for start in starts:
-            if start > pos:
-                self._body(block, pos, start, over if pos == 0 else 0)
-            seen += block.count("\n", pos, start)
-            self._close()
-            self._open_line = base + seen + 1
-            pos = start
-        self._body(block, pos, len(block), over if pos == 0 else 0)
-        self.line_no = base + seen + block.count("\n", pos)
+        if not starts:
+            self._body(block, 0, len(block), over)
+            self.line_no = base + block.count("\n")
+            return
+        if starts[0] > 0:   # the rest of the open record (or loose lines)
+            self._body(block, 0, starts[0], over)
+            over = 0
+        seen = block.count("\n", 0, starts[0])
+        self._close()
+        last = len(starts) - 1
+        emit = self._emit
+        for i, start in enumerate(starts):
+            end = starts[i + 1] if i < last else len(block)
+            lines = block.count("\n", start, end)
+            if i < last and end - start - 1 <= RECORD_CHARS and not (over and start == 0) \
+                    and block.find("\n", start, end) - start <= HEADER_CHARS:
+                # a whole record within the caps: what the line-by-line path below keeps, in one slice
+                emit(Record(base + seen + 1, block[start:end - 1]))
+            else:
+                self._open_line = base + seen + 1
+                self._body(block, start, end, over if start == 0 else 0)
+                if i < last:
+                    self._close()
+            seen += lines
+        self.line_no = base + seen
 
     def _body(self, block: str, start: int, end: int, over: int) -> None:
         """Lines ``block[start:end]`` belong to the open record (or to no record)."""
