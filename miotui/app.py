@@ -383,12 +383,11 @@ class MiotuiApp(App):
                         thread=True, group="io", exit_on_error=False)
 
     def _write_file(self, path: str, text: str, executable: bool, what: str) -> None:
-        """Worker thread: write a file, then say so (notify is safe from a thread)."""
+        """Worker thread: write a file, then say so (notify is safe from a thread).  A link
+        at ``path`` is refused and a file there keeps its mode (:mod:`miotui.output_file`)."""
+        from miotui.output_file import write_output
         try:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            if executable:
-                os.chmod(path, 0o755)
+            write_output(path, text, executable=executable)
         except OSError as e:
             self.call_from_thread(self.notify, f"Cannot write {path}: {e.strerror or e}", severity="error")
             return

@@ -1,5 +1,6 @@
-"""Command-line entry: the app (``miotui [--follow] FILE|-``, ``miotui --demo``) and the
-headless subcommands (``miotui decode``, ``miotui run``).
+"""Command-line entry: the app (``miotui [--follow] FILE|-``, ``miotui --demo``), recording a
+job (``miotui record``) and the headless subcommands (``miotui decode``, ``miotui run``,
+``miotui diff``).
 
 Only argparse is imported at start-up: ``miotui --help`` must answer at once, so every
 subcommand imports what it needs when it runs.
@@ -11,11 +12,16 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-EPILOG = """headless subcommands:
+EPILOG = """recording a job:
+  miotui record [--level layers|time|first-iteration|full] [-o FILE] -- CMD ARGS...
+                                 start CMD with MIOpen's logging on, record and watch it live
+headless subcommands:
   miotui decode PATH... [--format table|json|csv|driver]   decode logs into unique layers
   miotui run "conv -n 64 -c 3 -H 224 ..." [--backend ...]  run and verify one layer
   miotui run --log FILE --layer K                          run the K-th layer of a log
-(see `miotui decode --help`, `miotui run --help`)"""
+  miotui diff OLD NEW [--format table|json|csv] [--ignore-batch] [--pack DIR]
+                                                           compare two runs layer by layer
+(see `miotui record --help`, `miotui decode --help`, `miotui run --help`, `miotui diff --help`)"""
 
 
 def _app_parser() -> argparse.ArgumentParser:
@@ -27,6 +33,9 @@ def _app_parser() -> argparse.ArgumentParser:
                    help="log file(s) or glob patterns; '-' reads stdin (e.g. python train.py 2>&1 | miotui -)")
     p.add_argument("-f", "--follow", action="store_true", help="keep reading as the log grows (like tail -F)")
     p.add_argument("--demo", action="store_true", help="replay a bundled ResNet-50 training log live")
+    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
+                   help="compare two runs layer by layer (with --follow, NEW is followed as it grows)")
+    p.add_argument("--ignore-batch", action="store_true", help="--compare: match layers whose batch differs")
     p.add_argument("--pid", type=int, help="the training job's process id (default: found from the log's writer)")
     p.add_argument("--driver", metavar="PATH",
                    help="MIOpenDriver for d and R (default: $MIOPEN_DRIVER, PATH, /opt/rocm/bin/MIOpenDriver)")
@@ -61,7 +70,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return decode_main(args[1:])
     if args and args[0] == "run":
         return run_cli_main(args[1:])
+    if args and args[0] == "diff":
+        from miotui.diff_cli import diff_main
+        return diff_main(args[1:])
+    if args and args[0] == "record":
+        from miotui.record_cli import record_main
+        return record_main(args[1:])
     ns = _app_parser().parse_args(args)
+    if ns.compare:
+        from miotui.compare_app import launch_compare
+        return launch_compare(ns.compare[0], ns.compare[1], follow=ns.follow, ignore_batch=ns.ignore_batch)
     if not ns.paths and not ns.demo and not ns.check_config:
         if sys.stdin is None or sys.stdin.closed:
             print("miotui: no log given and standard input is closed", file=sys.stderr)

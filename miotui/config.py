@@ -16,7 +16,9 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
+
+from miotui.output_file import open_output
 
 #: The largest config file read (a keymap is a few hundred bytes).
 MAX_CONFIG_BYTES = 64 * 1024
@@ -106,6 +108,30 @@ def load_keymap(path: Optional[str] = None) -> Keymap:
     return Keymap(path, keys, tuple(problems))
 
 
+def with_valid_keys(keymap: Keymap, is_key: Callable[[str], bool], defaults: dict[str, str]) -> Keymap:
+    """``keymap`` less the key names ``is_key`` rejects (``"ctrl+rr"``, ``"ctlr+r"``), each
+    named in a problem, as an unknown id is.  Why dropped and not passed on: a binding to a
+    name no key produces would never run, and the key it replaced would be gone too; an id
+    left with no valid key keeps its default (``defaults``: id -> default keys)."""
+    keys: dict[str, str] = {}
+    problems = list(keymap.problems)
+    for bid, spec in keymap.keys.items():
+        good = [k for k in _keys(spec) if is_key(k)]
+        bad = [k for k in _keys(spec) if not is_key(k)]
+        if good:
+            keys[bid] = ",".join(good)
+        if not bad:
+            continue
+        if good:
+            kept = f"it keeps {','.join(good)!r}"
+        else:
+            kept = f"it keeps its default key {defaults[bid]!r}" if bid in defaults else "ignored"
+        problems.append(f"keymap {keymap.path}: {', '.join(map(repr, bad))} (for {bid}) "
+                        f"{'is not a key name' if len(bad) == 1 else 'are not key names'} "
+                        f"(e.g. \"ctrl+r\", \"f5\", \"shift+tab\", \"question_mark\"); {kept}")
+    return Keymap(keymap.path, keys, tuple(problems))
+
+
 def check_keymap(keymap: Keymap, scopes: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> list[str]:
     """Problems of a keymap against the app's bindings.
 
@@ -155,7 +181,7 @@ def save_theme(theme: str, path: Optional[str] = None) -> str:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with open_output(tmp) as fh:     # never through a link planted at the temporary name
             fh.write("# written by miotui: the settings it remembers\n")
             fh.write(f"theme = {json.dumps(theme)}\n")      # a JSON string is a TOML basic string
         os.replace(tmp, path)

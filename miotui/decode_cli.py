@@ -22,7 +22,8 @@ def _decode_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json", "csv", "driver"), default="table",
                    help="table: readable; json: the documented contract; csv: one row per layer; "
                         "driver: one runnable MIOpenDriver command per layer, most executed first")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout ('-': stdout); a symbolic link "
+                                          "there is refused, a file there is overwritten and keeps its mode")
     p.add_argument("--driver-version", metavar="VERSION",
                    help="write MIOpenDriver commands for this driver: a MIOpen version (3.2.0) or a ROCm release "
                         "(rocm-6.2); default: today's driver")
@@ -70,9 +71,10 @@ def _decode(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
         where = visible(str(e.filename or " ".join(ns.paths)))
         print(f"miotui decode: cannot read {where}: {e.strerror or e}", file=sys.stderr)
         return 2
-    if ns.output:
+    if ns.output and ns.output != "-":
+        from miotui.output_file import open_output
         try:
-            with open(ns.output, "w", encoding="utf-8") as fh:
+            with open_output(ns.output, devices=True) as fh:
                 render_to(fh, catalog, ns.format, version)
         except OSError as e:
             print(f"miotui decode: cannot write {visible(ns.output)}: {e.strerror or e}", file=sys.stderr)

@@ -34,7 +34,8 @@ from miotui.safe_text import visible
 from miotui.startup import NO_STARTUP
 from miotui.timing import NO_TIME, LayerTime, layer_times, time_summary
 
-__all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims"]
+__all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims", "run_stats", "json_encoder",
+           "csv_cell"]
 
 
 def dims(values: Iterable[int]) -> str:
@@ -156,6 +157,12 @@ def _stats(stats: Mapping[str, Any], times: Mapping[int, LayerTime]) -> dict[str
             "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS)}
 
 
+def run_stats(stats: Mapping[str, Any], layers: Sequence[Any]) -> dict[str, Any]:
+    """The ``stats`` object of the JSON document for ``layers`` (``miotui diff`` gives each
+    run's, the same as ``decode --format json`` does)."""
+    return _stats(stats, layer_times(list(layers)))
+
+
 #: the ``stats.startup`` of a log with no first-iteration lines
 _NO_STARTUP_TOTALS = {"kernels_compiled": 0, "kernels_from_cache": 0, "compile_ms": None, "tuning_ms": None,
                       "searches": 0, "find_db_misses": 0, "find_db_hits": 0, "unattributed": 0,
@@ -165,6 +172,11 @@ _NO_STARTUP_TOTALS = {"kernels_compiled": 0, "kernels_from_cache": 0, "compile_m
 #: ``json.dumps`` with its defaults, less the check for circular references (a layer's dict has
 #: none), made once: 200,000 layers are 200,000 calls
 _ENCODER = json.JSONEncoder(check_circular=False)
+
+
+def json_encoder() -> json.JSONEncoder:
+    """The encoder the JSON documents are written with (``miotui diff``'s too)."""
+    return _ENCODER
 
 
 def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
@@ -227,12 +239,24 @@ def _blank(value: Optional[float]) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
+#: what may stand before a formula a spreadsheet still runs: whitespace (tabs, newlines and
+#: spaces of any width, which ``visible`` keeps) and the marks ``visible`` puts where a
+#: control character was (``\\x1b=`` becomes ``␛=``)
+_FORMULA_LEAD = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "".join(
+    chr(0x2400 + i) for i in range(0x22))
+
+
 def _cell(text: str) -> str:
-    """Log text in a CSV cell: control characters made visible, and a leading ``=``, ``+``,
-    ``-`` or ``@`` quoted with ``'`` so a spreadsheet reads it as text, not a formula (a
-    hostile log could name a solver ``=HYPERLINK(...)``)."""
+    """Log text in a CSV cell: control characters made visible, and a cell whose first
+    character past any whitespace or control is ``=``, ``+``, ``-`` or ``@`` quoted with
+    ``'`` so a spreadsheet reads it as text, not a formula (a hostile log could name a
+    solver ``=HYPERLINK(...)``, or ``\\t=HYPERLINK(...)``: spreadsheets skip the tab)."""
     text = visible(text, newlines=True)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    return "'" + text if text.lstrip(_FORMULA_LEAD)[:1] in ("=", "+", "-", "@") else text
+
+
+#: a CSV cell of log text, for the other CSV writers (``miotui diff``)
+csv_cell = _cell
 
 
 def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> str:

@@ -69,21 +69,46 @@ def _check_paths(paths: list[str]) -> Optional[str]:
 
 
 def config_report() -> tuple[Any, list[str]]:
-    """(the keymap, every problem with it or the settings) for the app and --check-config."""
+    """(the keymap, every problem with it or the settings) for the app and --check-config.
+    The keymap returned holds only key names Textual can produce (the others are problems)."""
     from miotui.app import binding_scopes
-    from miotui.config import check_keymap, load_keymap
-    keymap = load_keymap()
-    return keymap, check_keymap(keymap, binding_scopes())
+    from miotui.config import check_keymap, load_keymap, with_valid_keys
+    scopes = binding_scopes()
+    defaults = {bid: keys for _, bindings in scopes for bid, keys in bindings}
+    keymap = with_valid_keys(load_keymap(), is_key_name, defaults)
+    return keymap, check_keymap(keymap, scopes)
+
+
+#: the modifiers Textual puts before a key's name (``ctrl+shift+up``)
+_MODIFIERS = frozenset(("shift", "ctrl", "alt", "meta", "super", "hyper"))
+
+
+def is_key_name(key: str) -> bool:
+    """True for a key name a binding can use: a Textual key (``escape``, ``f5``,
+    ``ctrl+r``), one printable character (``E``, ``?``), a character's name
+    (``question_mark``, ``slash``), each with modifiers (``alt+shift+up``)."""
+    from textual.keys import KEY_ALIASES, REPLACED_KEYS, Keys, key_to_character
+    *mods, base = key.split("+")
+    if len(set(mods)) != len(mods) or not _MODIFIERS.issuperset(mods):
+        return False
+    if len(base) == 1:
+        return base.isprintable() and not base.isspace()
+    named = {k.value for k in Keys if not k.value.startswith("<")}
+    named.update(alias for aliases in KEY_ALIASES.values() for alias in aliases)
+    if base in named or base in REPLACED_KEYS or key in named:
+        return True
+    return key_to_character(base) is not None
 
 
 def check_config() -> int:
     """``miotui --check-config``: say what is wrong with the keymap; 1 when anything is."""
     from miotui.config import settings_path
-    keymap, problems = config_report()
-    print(f"keymap: {keymap.path} ({len(keymap.keys)} binding(s) remapped)")
-    print(f"settings: {settings_path()}")
+    from miotui.safe_text import visible
+    keymap, problems = config_report()     # a problem quotes the file's text: shown visibly
+    print(visible(f"keymap: {keymap.path} ({len(keymap.keys)} binding(s) remapped)"))
+    print(visible(f"settings: {settings_path()}"))
     for problem in problems:
-        print(f"  problem: {problem}")
+        print(visible(f"  problem: {problem}"))
     if not problems:
         print("  no problems")
     return 1 if problems else 0
@@ -129,10 +154,13 @@ class ExitGuard:
 
     SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 
-    def __init__(self, app: Any, replay: Any, terminal: _Terminal) -> None:
+    def __init__(self, app: Any, replay: Any, terminal: _Terminal, job: Any = None) -> None:
         self.app = app
         self.replay = replay
         self.terminal = terminal
+        #: a recorded job (``miotui record``): stopped with the app (``job.stop``), killed at once
+        #: when the app has to be left without waiting (``job.kill_now``)
+        self.job = job
         self._read, write = os.pipe()
         os.set_blocking(write, False)
         self._write = write
@@ -169,6 +197,8 @@ class ExitGuard:
             deadline = time.monotonic() + EXIT_GRACE_S
             if self.replay is not None:
                 threading.Thread(target=self.replay.cleanup, name="miotui-demo-stop", daemon=True).start()
+            if self.job is not None:
+                threading.Thread(target=self.job.stop, args=(fired,), name="miotui-job-stop", daemon=True).start()
             threading.Thread(target=self._request_exit, args=(128 + fired,), name="miotui-exit",
                              daemon=True).start()
 
@@ -179,6 +209,11 @@ class ExitGuard:
             pass
 
     def _leave(self, code: int) -> None:
+        try:
+            if self.job is not None:
+                self.job.kill_now()
+        except Exception:
+            pass
         try:
             if self.replay is not None:
                 self.replay.stop(0.1)
@@ -202,8 +237,9 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
     paths = list(paths)
     if not follow and not demo:
         error = _check_paths(paths)
-        if error:
-            print(f"miotui: {error}", file=sys.stderr)
+        if error:   # it names a path as given: a pasted name may hold an escape
+            from miotui.safe_text import visible
+            print(f"miotui: {visible(error)}", file=sys.stderr)
             return 2
     stdin_fd = None
     if "-" in paths:
@@ -217,14 +253,25 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
         replay = DemoReplay()          # started once the signals are handled (below)
         paths, follow = [replay.path], True
     from miotui.app import MiotuiApp
-    from miotui.config import load_theme, settings_path
-    keymap, problems = config_report()
     app = MiotuiApp(paths, follow=follow, pid=pid, stdin_fd=stdin_fd, demo=replay, driver_path=driver,
-                    launcher=launcher_argv, theme=load_theme(), settings_file=settings_path(),
-                    config_problems=problems)
+                    launcher=launcher_argv, **app_settings())
+    return run_app(app, replay=replay)
+
+
+def app_settings() -> dict[str, Any]:
+    """The app's remembered theme, settings file and keymap problems (keyword arguments)."""
+    from miotui.config import load_theme, settings_path
+    _keymap, problems = config_report()
+    return {"theme": load_theme(), "settings_file": settings_path(), "config_problems": problems}
+
+
+def run_app(app: Any, *, replay: Any = None, job: Any = None) -> int:
+    """Run ``app`` with the user's keymap, ended by SIGHUP/SIGTERM (with the demo's writer
+    or the recorded ``job``); returns the app's exit status."""
+    keymap, _problems = config_report()
     if keymap.keys:
         app.set_keymap(keymap.keys)
-    ExitGuard(app, replay, _Terminal()).install()
+    ExitGuard(app, replay, _Terminal(), job).install()
     if replay is not None:
         replay.start()
     try:

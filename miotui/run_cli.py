@@ -132,11 +132,12 @@ def _settings(ns: argparse.Namespace, backend: str, dump_dir: Optional[str]) -> 
 
 def run_main(ns: argparse.Namespace) -> int:
     """Run the layer(s) ``ns`` describes; print a table or JSON; return the exit status."""
+    from miotui.safe_text import visible
     try:
         problems, warnings, where = _problems_from_args(ns)
         _settings(ns, ns.backend, None)  # validate the numeric options before any work
-    except UsageError as e:
-        print(f"miotui run: {e}", file=sys.stderr)
+    except UsageError as e:   # it may quote the command or a log's file name: untrusted text
+        print(f"miotui run: {visible(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     from miotui.execute.backends import BACKENDS
     from miotui.execute.runner import run_layer
@@ -168,7 +169,8 @@ def run_main(ns: argparse.Namespace) -> int:
                     if len(names) > 1:
                         dump_dir = os.path.join(dump_dir, name)
                 settings = _settings(ns, name, dump_dir)
-                on_line = (lambda line: print(f"  | {line}", file=sys.stderr)) if stream_driver else None
+                # the driver's own lines, as they come: what it prints is untrusted text too
+                on_line = (lambda line: print(f"  | {visible(line)}", file=sys.stderr)) if stream_driver else None
                 result = run_layer(problem, settings, cancel, on_line)
                 rows.append((name, result, ""))
                 if result.status != "ok":
@@ -179,7 +181,7 @@ def run_main(ns: argparse.Namespace) -> int:
         print("miotui run: interrupted", file=sys.stderr)
         return 130
     except UsageError as e:
-        print(f"miotui run: {e}", file=sys.stderr)
+        print(f"miotui run: {visible(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     if ns.json:
         print(json.dumps(_json(blocks, warnings, where), indent=1))

@@ -118,18 +118,19 @@ class StartupTotals:
     def summary(self, layers_searched: int, layers: int) -> str:
         """One line: ``first iteration: 42 layers, 31 searched, 118 kernels compiled, 212 s
         in compiles, 95 s in tuning``."""
-        parts = [f"first iteration: {_count(layers, 'layer')}", f"{layers_searched} searched",
-                 f"{_count(self.kernels_compiled, 'kernel')} compiled", f"{self.kernels_from_cache} from cache"]
+        parts = [f"first iteration: {counted(layers, 'layer')}", f"{layers_searched} searched",
+                 f"{counted(self.kernels_compiled, 'kernel')} compiled", f"{self.kernels_from_cache} from cache"]
         if self.compile_ms is not None:
             parts.append(f"{seconds(self.compile_ms)} in compiles")
         if self.tuning_ms is not None:
             parts.append(f"{seconds(self.tuning_ms)} in tuning")
         if self.unattributed:
-            parts.append(f"{_count(self.unattributed, 'event')} unattributed")
+            parts.append(f"{counted(self.unattributed, 'event')} unattributed")
         return ", ".join(parts)
 
 
-def _count(n: int, word: str) -> str:
+def counted(n: int, word: str) -> str:
+    """``1 layer``, ``2 layers``."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 

@@ -26,6 +26,9 @@ FAKE_MIOPEN_IGNORE_TERM ``1``: ignore SIGTERM (tests SIGKILL escalation)
 FAKE_MIOPEN_ARGV_FILE   write ``sys.argv`` there as JSON (tests prove argv passing)
 FAKE_MIOPEN_LINE_DELAY  seconds to sleep after each line (tests streaming)
 FAKE_MIOPEN_NOLINE_MB   megabytes the ``noline`` style writes before its first newline (default 64)
+FAKE_MIOPEN_HOSTILE     text (terminal escapes, say) the driver's output carries: in a line of
+                        its own after the echo, and after each solver's name (a driver built
+                        from a fork, or a wrapper, prints what it likes; the parsing must hold)
 
 Kernel times are derived from the layer's FLOP count at a made-up 40 TFLOP/s, so
 different layers print different, plausible numbers.
@@ -127,7 +130,7 @@ def run_conv(base: str, flags: dict[str, str], style: str) -> int:
         if style == "2019":
             out(f"MIOpen {what} Algorithm: {algo}")
         else:
-            out(f"MIOpen {what} Algorithm: {algo}, Solution: {sol_id}/{sol}")
+            out(f"MIOpen {what} Algorithm: {algo}, Solution: {sol_id}/{sol}{os.environ.get('FAKE_MIOPEN_HOSTILE', '')}")
         if style == "crash":
             os.kill(os.getpid(), signal.SIGSEGV)
             time.sleep(5)
@@ -238,6 +241,8 @@ def hang() -> None:
 
 
 def main(argv: list[str]) -> int:
+    if hasattr(sys.stdout, "reconfigure"):   # the hostile text is not ASCII, whatever the locale
+        sys.stdout.reconfigure(encoding="utf-8")
     if os.environ.get("FAKE_MIOPEN_ARGV_FILE"):
         with open(os.environ["FAKE_MIOPEN_ARGV_FILE"], "w", encoding="utf-8") as fh:
             json.dump(argv, fh)
@@ -255,6 +260,8 @@ def main(argv: list[str]) -> int:
         return 1
     base = args[0]
     out(("MIOpenDriver: " if style == "2019" else "MIOpenDriver ") + " ".join(args))
+    if os.environ.get("FAKE_MIOPEN_HOSTILE"):
+        out(os.environ["FAKE_MIOPEN_HOSTILE"])
     if style in ("rocm61", "fail", "hang", "crash", "runerror", "noline"):
         out("PRNG seed: 12345678")
     if style == "hang":

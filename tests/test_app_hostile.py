@@ -20,10 +20,12 @@ from app_helpers import (
     app_for,
     conv,
     isolated_fixture,
+    loaded,
     plain,
     screen_text,
     table,
     wait_until,
+    write_small_log,
 )
 
 from miotui.screens.detail import DetailScreen
@@ -45,10 +47,12 @@ CATALOGUE = (
     "\x00\x08\x7f",                                     # NUL, backspace, DEL
     "[/x]", "[link=http://x]L[/link]", "[@click=app.quit]Q[/]", "[bold red]R",
     "\u202egnp.exe\u202c", "\u2066iso\u2069",           # bidi override, isolate
+    "line\u2028soft\u00adtag\U000e0041\U000e007f",         # a line separator, soft hyphen, tag characters
 )
 HOSTILE = "".join(CATALOGUE)
 #: what must never reach the terminal: C0 but newline, DEL, C1, invisible/bidi formatting
-FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+FORBIDDEN = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+                       "\U000e0000-\U000e007f]")
 MARKUP = ("[/x]", "[link=http://x]", "[@click=app.quit]", "[bold red]")
 
 
@@ -116,6 +120,8 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         detail = " ".join(plain(s) for s in app.screen.query("Static"))
         assert "RunForwardGPU() FAILED" in detail and "[@click=app.quit]Q[/]" in detail
         assert "<U+202E>gnp.exe<U+202C>" in detail, "a bidi override is named, not applied"
+        assert "line<U+2028>soft<U+00AD>tag<U+E0041><U+E007F>" in detail, "invisible characters are named"
+        assert not FORBIDDEN.search(detail), "the widgets' own text (what the terminal gets) is clean"
         text = assert_safe(app, "the detail screen")
         assert all(m in text for m in MARKUP)
 
@@ -155,3 +161,39 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         assert not FORBIDDEN.search(app.clipboard)
         assert not FORBIDDEN.search(app.sub_title) and not FORBIDDEN.search(app.title)
     assert app.return_code == 0 or app.return_code is None
+
+
+async def test_w_and_export_never_write_through_a_planted_link(tmp_path):
+    """Someone who can write the export directory plants ``miotui_layer_1.sh`` and
+    ``miotui_layers.csv`` as links to a private file: ``w`` in the detail and the export
+    overwrote the file and made it 755.  Now both are refused, each with a notice, and
+    a regular file the user chose is overwritten and keeps its mode."""
+    log = write_small_log(tmp_path)
+    target = tmp_path / "victim"
+    target.write_text("precious\n")
+    target.chmod(0o600)
+    (tmp_path / "miotui_layer_1.sh").symlink_to(target)
+    (tmp_path / "miotui_layers.csv").symlink_to(target)
+    mine = tmp_path / "mine.sh"
+    mine.write_text("old\n")
+    mine.chmod(0o600)
+    app = app_for([log])
+    async with app.run_test(size=(200, 50), notifications=True) as pilot:
+        await loaded(pilot, app, 5)
+
+        def refused() -> int:
+            return sum("symbolic link" in n.message for n in app._notifications)
+
+        table(app).move_cursor_to(1)
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: refused() == 1, what=lambda: str([n.message for n in app._notifications]))
+        await pilot.press("escape")
+        app.export_to("csv", str(tmp_path / "miotui_layers.csv"))
+        await wait_until(pilot, lambda: refused() == 2, what=lambda: str([n.message for n in app._notifications]))
+        app.export_to("driver", str(mine))
+        await wait_until(pilot, lambda: mine.read_text().startswith("#!/usr/bin/env bash"))
+        assert_safe(app, "the notices")
+    assert target.read_text() == "precious\n" and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o600, "a file the user chose keeps its mode"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,10 @@ HOSTILE = [
     "[/x]", "[link=http://x]y[/link]", "[@click=app.quit]z[/]",   # markup
     "\u202egnp.exe",                               # bidi override
     "\u2066isolate\u2069",
+    "line\u2028sep\u2029soft\u00adhy\U000e0001\U000e0041\U000e007f\u2064",   # invisible: separators, tags
 ]
-FORBIDDEN = ["\x1b", "\x9b", "\x07", "\x08", "\x0c", "\x7f", "\u202e", "\u2066"]
+FORBIDDEN = ["\x1b", "\x9b", "\x07", "\x08", "\x0c", "\x7f", "\u202e", "\u2066", "\u2028", "\u2029", "\u00ad",
+             "\U000e0001", "\U000e0041", "\U000e007f", "\u2064"]
 
 
 def run_cli(*args: str, stdin: bytes | None = None, **kw) -> subprocess.CompletedProcess:
@@ -92,6 +95,72 @@ def test_csv_cells_are_never_spreadsheet_formulas(tmp_path):
     import io
     (row,) = csv.DictReader(io.StringIO(r.stdout.decode()))
     assert row["solver"].startswith("'=HYPERLINK")
+
+
+def test_a_formula_after_whitespace_or_a_control_is_quoted_too(tmp_path):
+    """Spreadsheets skip a leading tab or space before ``=``: a log named
+    ``\\t=HYPERLINK(...).log`` (the CSV's files cell) and a solver named
+    ``\\x01=HYPERLINK(...)`` were written unquoted."""
+    import csv
+    import io
+    conv = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 "
+            "-p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
+    (tmp_path / '\t=HYPERLINK("x").log').write_text(
+        conv + 'MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: \x01=HYPERLINK("http://y") , 0, 0.5\n')
+    (tmp_path / "b.log").write_text(conv)
+    r = run_cli("decode", '\t=HYPERLINK("x").log', "b.log", "--format", "csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (row,) = csv.DictReader(io.StringIO(r.stdout.decode()))
+    assert row["files"] == '\'\t=HYPERLINK("x").log;b.log'
+    assert row["solver"] == '\'\u2401=HYPERLINK("http://y")'     # the control shown as ␁, and quoted
+
+
+def test_every_invisible_or_reordering_character_is_shown_as_a_mark():
+    """U+2028, the soft hyphen and the tag characters (an invisible copy of ASCII) passed the
+    cleaner; now every format character and line/paragraph separator this Python knows is a
+    ``<U+XXXX>`` mark, in both modes, and visible text (letters, CJK, emoji) is unchanged."""
+    import unicodedata
+
+    from miotui.safe_text import visible
+    hidden = [chr(i) for i in range(0x110000) if unicodedata.category(chr(i)) in ("Cf", "Zl", "Zp")]
+    hidden += [chr(i) for i in range(0xE0000, 0xE0080)]       # the whole tag block, assigned or not
+    for ch in hidden:
+        for newlines in (False, True):
+            assert visible(ch, newlines=newlines) == f"<U+{ord(ch):04X}>", hex(ord(ch))
+    assert visible("soft\u00adhy line\u2028para\u2029 \U000e0001\U000e0041") == \
+        "soft<U+00AD>hy line<U+2028>para<U+2029> <U+E0001><U+E0041>"
+    plain = "conv Solver_x1 ÄÖ 卷积 \u00a0 😀 ✓"
+    assert visible(plain) == plain and visible("a\tb\nc", newlines=True) == "a\tb\nc"
+
+
+FAKE_DRIVER = str(Path(__file__).with_name("fake_miopendriver.py"))
+SMALL = "conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1"
+
+
+def test_run_shows_the_drivers_lines_with_visible_marks(tmp_path):
+    """``miotui run --backend miopen-driver`` streams the driver's lines: a driver printing
+    OSC 0 / OSC 52 set the terminal title and wrote the clipboard.  Every line (streamed, in
+    the table, in the details) now goes through the same cleaner as the rest."""
+    hostile = "".join(HOSTILE).replace("\n", " ")
+    env = dict(os.environ, FAKE_MIOPEN_HOSTILE=hostile)
+    r = run_cli("run", SMALL, "--backend", "miopen-driver", "--driver", FAKE_DRIVER, "--iters", "2", env=env)
+    out, err = r.stdout.decode("utf-8"), r.stderr.decode("utf-8")
+    assert r.returncode == 0, err                 # the verdict still comes from the driver's output
+    assert "  | ␛]0;pwned-title␇" in err, err     # the streamed line, shown with marks
+    assert "ConvDirectNaiveConvFwd␛]0;pwned-title␇" in out, out   # its solver name in the details
+    for text in (out, err):
+        for bad in FORBIDDEN:
+            assert bad not in text, repr(bad)
+        assert not any(0x80 <= ord(ch) <= 0x9f for ch in text)
+
+
+def test_run_usage_errors_name_a_hostile_file_with_visible_marks(tmp_path):
+    r = run_cli("run", "--log", str(tmp_path / "gone\x1b]0;t\x07.log"), "--layer", "1")
+    err = r.stderr.decode("utf-8")
+    assert r.returncode == 2 and "gone␛]0;t␇.log" in err and "\x1b" not in err, err
+    r = run_cli("run", "conv -n 1 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -F 1 -m \x1b]52;c;eA==\x07")
+    err = r.stderr.decode("utf-8")
+    assert r.returncode == 2 and "\x1b" not in err and "\x07" not in err, err
 
 
 # ---------------------------------------------------------------- crashes: exit 0 for any input

@@ -10,9 +10,10 @@
 * ``miopen-driver``  the real ``MIOpenDriver`` in a child process; its own timing and
   its own verdict.
 
-Every backend is verified against the float64 reference on the same seeded inputs
-(:func:`miotui.execute.verify.compare`), except MIOpenDriver, which makes its own
-inputs and checks itself: its verdict is read from its output.
+Every backend is verified on the same seeded inputs against a float64 reference that
+shares none of its code (:mod:`miotui.execute.oracle`, :func:`miotui.execute.verify.compare`),
+except MIOpenDriver, which makes its own inputs and checks itself: its verdict is read
+from its output.
 
 This module only gathers names from where they live: :mod:`protocol` (RunSettings,
 RunResult, Backend), :mod:`registry` (which backends, ``auto``), :mod:`torch_backend`

@@ -197,7 +197,9 @@ def _verification(r: "DirectionResult") -> Optional[Verification]:
                         tolerance=r.tolerance if r.tolerance is not None else nan, ok=r.verdict == "ok",
                         how=f"MIOpenDriver's own check against {where} (its printed error"
                             f"{' and tolerance' if r.tolerance is not None else ''})",
-                        metric="driver", error=err)
+                        metric="driver", error=err,
+                        reference=f"MIOpenDriver's {r.reference} reference" if r.reference
+                        else "MIOpenDriver's own reference")
 
 
 def _driver_result(problem: Problem, settings: RunSettings, run: "DriverRun", how: str,

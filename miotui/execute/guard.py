@@ -39,6 +39,7 @@ from miotui.problems import (
     ReduceProblem,
     RNNProblem,
 )
+from miotui.problems.limits import check_listed
 
 #: Fraction of the available memory a run may plan to use; the rest is left to the
 #: app, the OS page cache and estimation error.
@@ -92,11 +93,18 @@ def with_batch(problem: Problem, n: int) -> Problem:
 def rnn_with_batch(p: RNNProblem, n: int) -> RNNProblem:
     """The RNN with ``n`` samples: every per-step batch size scaled by n / N (rounded, at
     least 1, so the sizes stay non-increasing and the first is n); per-sample sequence
-    lengths (``rnn_seq``) resampled in order, so the mix of lengths is kept."""
+    lengths (``rnn_seq``) resampled in order, so the mix of lengths is kept.  The batch
+    may be any C int (the guard's search for the largest that fits asks for up to 2**31 - 1),
+    so one length for every sample stays one value, and differing lengths are listed only up
+    to ``MAX_LISTED`` samples (past it: ProblemError, which the search reads as "does not
+    fit")."""
     n0 = p.batch[0]
     batch = tuple(max(1, (b * n + n0 // 2) // n0) for b in p.batch)
     lens = p.seq_lens
-    if lens:
+    if len(set(lens)) == 1:
+        lens = lens[:1]   # the last length stands for every sample after it
+    elif lens:
+        check_listed("per-sample sequence lengths", n)
         lens = tuple(lens[i * len(lens) // n] for i in range(n))
     return dataclasses.replace(p, batch=batch, seq_lens=lens)
 
@@ -237,6 +245,8 @@ def estimate_bytes(problem: Problem, backend: str, *, verify: bool = True, devic
     """
     if backend == "miopen-driver":
         return 0
+    if isinstance(problem, OpProblem):
+        return _unmodelled_bytes(problem, verify)
     if backend in ("numpy", "numba"):
         total = reference_bytes(problem, "fp32")
     elif backend == "torch":
@@ -246,6 +256,15 @@ def estimate_bytes(problem: Problem, backend: str, *, verify: bool = True, devic
     if verify:
         total += reference_bytes(problem, "fp64") + _compare_bytes(problem)
     return int(total)
+
+
+def _unmodelled_bytes(problem: OpProblem, verify: bool) -> int:
+    """An op no in-process backend computes (CTC, cat, the margin losses...): the runner
+    refuses it before the guard, but the guard still answers for it from its tensors alone
+    (every tensor held once as stored and, when verifying, once in float64), so no caller
+    gets an exception or an allocation from a logged size."""
+    stored = sum(_elems(shape) for _, shape in problem.shapes) * _storage_bytes(problem)
+    return stored + (sum(_elems(shape) for _, shape in problem.shapes) * 8 if verify else 0)
 
 
 def available_memory() -> int:

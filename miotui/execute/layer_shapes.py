@@ -58,6 +58,19 @@ def rnn_sample_lengths(p: RNNProblem) -> tuple[int, ...]:
     return tuple(sum(1 for b in p.batch if b > i) for i in range(n))
 
 
+def rnn_rows(p: RNNProblem) -> int:
+    """``sum(rnn_sample_lengths(p))`` in closed form: the rows of the packed sequence.  The
+    memory guard asks this of layers whose batch is a logged number up to 2**31 - 1, before
+    anything may be allocated, so it never builds the per-sample list (issue 26)."""
+    n = p.batch[0]
+    if p.api == "rnn_seq":
+        lens = p.seq_lens[:n] or (p.seq_len,)
+        return sum(lens) + (n - len(lens)) * lens[-1]
+    if len(p.batch) == 1:
+        return p.seq_len * n
+    return sum(p.batch)   # sample i runs while a step's batch exceeds i: each step's batch counted once
+
+
 def rnn_step_batches(p: RNNProblem) -> tuple[int, ...]:
     """Samples that run at each time step (non-increasing; what MIOpen's packed form holds)."""
     lens = rnn_sample_lengths(p)
@@ -81,7 +94,7 @@ def rnn_seq_shape(p: RNNProblem, width: int) -> Shape:
         return (t, n, width)
     if layout == "batch_padded":
         return (n, t, width)
-    return (sum(rnn_sample_lengths(p)), width)
+    return (rnn_rows(p), width)
 
 
 def rnn_hidden_shape(p: RNNProblem) -> Shape:
@@ -116,7 +129,7 @@ def rnn_saved_elems(p: RNNProblem) -> int:
     """Values a pass keeps per row between its forward and its backward, summed over the
     layers and directions: the gate activations, the previous hidden (and cell) state, the
     layer's output.  What autograd (or cuDNN/MIOpen's reserve space) also holds."""
-    rows = sum(rnn_sample_lengths(p))
+    rows = rnn_rows(p)
     per_dir = p.gates + 1 + (3 if p.mode == "lstm" else 1 if p.mode == "gru" else 0)
     return rows * p.hidden * p.layers * p.directions * (per_dir + 1)
 

@@ -32,7 +32,7 @@ class RunSettings:
     ``batch`` replaces the layer's N (the result's note says so); ``warmup`` calls are
     untimed; ``launcher`` is an argv prefix for the driver (``("ssh", "gpu-node")``,
     ``("srun", "-p", "gpu")``), never a shell string; ``verify`` False skips the
-    float64 reference (timing only); ``dump_dir`` writes inputs and outputs as .npy.
+    verification reference (timing only); ``dump_dir`` writes inputs and outputs as .npy.
     """
 
     backend: str = "auto"
@@ -117,6 +117,13 @@ class RunResult:
         spread = self.spread
         return spread is not None and spread > NOISY_SPREAD
 
+    @property
+    def reference(self) -> Optional[str]:
+        """What the verdict compared against (e.g. "direct float64 tap sum", "MIOpenDriver's
+        GPU reference"); None when nothing was compared."""
+        v = self.verification
+        return None if v is None else getattr(v, "reference", "float64 reference")
+
     def detail(self, name: str, default: str = "") -> str:
         for k, v in self.details:
             if k == name:
@@ -133,7 +140,8 @@ class RunResult:
             v = self.verification
             ver = {"max_abs": num(v.max_abs), "max_rel": num(v.max_rel), "rms_range": num(v.rms_range),
                    "metric": getattr(v, "metric", "rms_range"), "error": num(getattr(v, "error", v.rms_range)),
-                   "tolerance": num(v.tolerance), "ok": bool(v.ok), "how": v.how}
+                   "tolerance": num(v.tolerance), "ok": bool(v.ok), "how": v.how,
+                   "reference": getattr(v, "reference", "float64 reference")}
         s = asdict(self.settings)
         s["launcher"] = list(self.settings.launcher)
         return {

@@ -1,8 +1,10 @@
 """A CPU reference for every layer kind a log can show: the public entry points.
 
-This is the math behind the ``numpy`` (and ``numba``) backends and the float64
-reference every other backend is verified against.  It mirrors what MIOpenDriver's own
-host reference computes (``driver/conv_driver.hpp``, ``mlo*Host.hpp``):
+This is the math behind the ``numpy`` (and ``numba``) backends.  It is *not* what
+verdicts compare against: that is :mod:`miotui.execute.oracle`, float64 code sharing
+none of this (a bug here must fail numpy's verdict, not be reproduced by it).  It
+mirrors what MIOpenDriver's own host reference computes (``driver/conv_driver.hpp``,
+``mlo*Host.hpp``):
 
 * Arrays are **logical** N,C,(D,)H,W whatever the problem's layout.  NHWC/NDHWC only
   changes how MIOpen stores a tensor, not the numbers, so the reference computes in
@@ -10,7 +12,8 @@ host reference computes (``driver/conv_driver.hpp``, ``mlo*Host.hpp``):
 * fp32, fp16 and bf16 inputs are computed in float32, int8 in exact integer arithmetic
   (float32 GEMM when every partial sum stays below 2**24, else float64; results are
   int32, as MIOpen's int8 reference), and ``precision="fp64"`` computes everything in
-  float64: that is the verification reference (:mod:`miotui.execute.tensors`).
+  float64 (the numpy backend's own code in float64: the RNN verdict's reference for
+  torch and MIOpenDriver, :mod:`miotui.execute.oracle`).
 
 Where the code lives:
 

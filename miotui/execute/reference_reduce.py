@@ -17,7 +17,7 @@
   it.  The other ops carry a NaN through their arithmetic either way.
 
 Accumulation in float32 (the driver's default compute type), float64 for fp64 data or
-compute type and for the verification reference.  Inputs: x in [0, 1), as the driver
+compute type or ``precision="fp64"``.  Inputs: x in [0, 1), as the driver
 draws it (``prng::gen_canonical``); the prior output likewise.
 """
 

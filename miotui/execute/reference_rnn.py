@@ -36,7 +36,7 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from miotui.execute.layer_shapes import elems, rnn_sample_lengths, rnn_saved_elems, rnn_shapes
+from miotui.execute.layer_shapes import elems, rnn_rows, rnn_saved_elems, rnn_shapes
 from miotui.execute.rnn_layout import LayerWeights, SeqPacking, seq_packing, weight_views
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, storage_dtype, uniform
 from miotui.execute.threads import CancelFlag, check_cancel
@@ -331,7 +331,7 @@ def rnn_peak_bytes(p: RNNProblem, precision: str = "fp32") -> int:
     it = compute_dtype(p, precision).itemsize
     stored = storage_dtype(p.dtype).itemsize
     ins, outs = rnn_shapes(p)
-    rows = sum(rnn_sample_lengths(p))
+    rows = rnn_rows(p)
     gh = p.gates * p.hidden
     total = elems(ins) * (stored + it) + elems(outs) * it
     total += rows * (p.in_size + p.layers * p.directions * p.hidden) * it

@@ -12,7 +12,8 @@ with the reason: no other backend runs in its place under its name.
 In-process runs (numpy, numba, torch): the memory guard first (nothing allocated
 yet), then the seeded inputs, ``warmup`` untimed calls (numba compiles before them,
 timed apart), ``iters`` timed calls (median, min, max and each call's time reported),
-then the float64 reference on the same inputs and :func:`miotui.execute.verify.compare`.
+then the verification reference on the same inputs (:mod:`miotui.execute.oracle`: float64
+code sharing none of the backends') and :func:`miotui.execute.verify.compare`.
 MIOpenDriver runs in a child process (:mod:`miotui.execute.driver_backend`).
 
 Results that ran (``ok``/``failed``) are cached per (layer, backend, settings); a cached
@@ -30,7 +31,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
-from miotui.execute import reference
+from miotui.execute import oracle, reference
 from miotui.execute.driver_backend import launch_driver
 from miotui.execute.guard import batch_override, check_memory, not_modelled, validate
 from miotui.execute.protocol import TIMES_KEPT, Backend, RunResult, RunSettings, rates
@@ -217,10 +218,10 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
         verification = None
         if settings.verify:
             _check(stop)
-            _emit(on_progress, f"{name}: float64 reference")
-            ref = reference.run_reference(problem, inputs, precision="fp64", cancel=stop)
+            _emit(on_progress, f"{name}: {oracle.reference_name(problem, name)}")
+            ref, against = oracle.reference_outputs(problem, inputs, name, cancel=stop)
             _emit(on_progress, f"{name}: comparing")
-            verification = compare(problem, ref, outputs)
+            verification = compare(problem, ref, outputs, reference=against)
             del ref
         dumped: tuple[str, ...] = ()
         if settings.dump_dir:
@@ -253,7 +254,7 @@ def _timed_result(backend: Backend, problem: Problem, settings: RunSettings, tim
         message += f" ({timer})"
     if verification is not None:
         if verification.ok:
-            message += "; verified against the float64 reference"
+            message += f"; verified against the {verification.reference}"
         else:
             status = "failed"
             message = (f"verification FAILED: {verification.metric} {verification.error:.3g} > tolerance "
@@ -272,12 +273,15 @@ def dump_tensors(directory: str, inputs: dict[str, Any], outputs: dict[str, Any]
     A buffer that is both read and written (a reduction's ``y`` with beta, batch norm's
     running averages) keeps its input as ``<name>_in.npy``, so neither overwrites the other."""
     import numpy as np
+
+    from miotui.output_file import open_output
     os.makedirs(directory, exist_ok=True)
     paths = []
     named = [(f"{k}_in" if k in outputs else k, v) for k, v in inputs.items()] + list(outputs.items())
     for name, arr in named:
         safe = "".join(ch for ch in name if ch.isalnum() or ch in "_-") or "tensor"
         path = os.path.join(directory, f"{safe}.npy")
-        np.save(path, np.asarray(arr))
+        with open_output(path, binary=True) as fh:    # never through a link planted at x.npy
+            np.save(fh, np.asarray(arr))
         paths.append(path)
     return tuple(paths)

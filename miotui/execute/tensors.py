@@ -3,7 +3,7 @@ dtypes, and the seeded random inputs every backend runs on.
 
 * fp32, fp16 and bf16 inputs are computed in float32 (fp16 is upcast first: numpy's
   fp16 matmul is ~400x slower than its fp32 one), int8 in exact integer arithmetic,
-  and ``precision="fp64"`` computes everything in float64 (the verification reference).
+  and ``precision="fp64"`` computes everything in float64.
 * bf16/fp8/bf8 tensors are held as float32 arrays whose values are rounded to that type.
 * Each tensor draws from its own stream keyed by (seed, name), so x is identical for
   the fwd and wrw problems of one layer.

@@ -9,9 +9,15 @@ when a run needs it.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import statistics
+import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from miotui.execute.kernel_time import CALL_PREFIX, kernel_ms_per_call
 from miotui.execute.protocol import Backend
 from miotui.execute.threads import Cancelled
 from miotui.execute.torch_ops import torch_describe, torch_prepare, torch_run
@@ -42,6 +48,12 @@ class TorchBackend(Backend):
         self._why: Optional[str] = None
         self._checked = False
         self._device: Optional[str] = None
+        # how the last GPU timing went (for :meth:`timer`): spin kernel used, batches, batches behind
+        self._held = False
+        self._batches = 0
+        self._behind = 0
+        self._span_ms: Optional[float] = None   # median event span when kernel times were read
+        self._why_no_kernels = ""
 
     def unavailable(self) -> Optional[str]:
         if not self._checked:
@@ -148,36 +160,76 @@ class TorchBackend(Backend):
 
     def time_calls(self, problem: Problem, prepared: Any, iters: int, cancel: Any,
                    before_call: Callable[[int], None]) -> tuple[Any, list[float]]:
-        """On the GPU: a pair of events around each call, the calls queued back to back,
-        so each time is what the device spent from the call's first kernel to its last
-        (as MIOpenDriver's kernel time is; gaps between one call's own kernels count).
-        Timing each call with the wall clock and a synchronize added 10-70 us of launch
-        and sync latency per call on an H100 (a 1x1 ResNet-50 layer: 0.070 ms that way,
-        0.045 ms back to back).
+        """On the GPU, the time of a call is the sum of the durations of the kernels it
+        launched, read from the profiler's trace (:mod:`miotui.execute.kernel_time`): the
+        quantity MIOpenDriver's kernel time sums too.  A pair of events around each call
+        also gives its span (first kernel to last, the gaps between its kernels included),
+        said in :meth:`timer`, and is the time itself where the profiler cannot run.
+
+        Events only measure the GPU if it never waits for the host.  A layer of 0.005-0.1 ms
+        runs faster on the GPU than Python can queue it (an H100 fp16 conv: about 20 us of
+        host work per call), so the GPU idled between the start event and the first kernel
+        and that idle time was counted: fp16/bf16 medians 1.7-2.5x the kernels' own time
+        (up to 29x on a 4 us layer).  So each batch of calls is queued behind a spin kernel
+        (:class:`GpuHold`) that keeps the GPU busy until the host has queued the batch.
 
         At most ``GPU_QUEUE_AHEAD`` calls wait on the GPU, and the host polls their events
         instead of blocking in a synchronize, so a cancel or timeout is answered within a
-        few calls; the calls already queued then finish on the GPU on their own."""
+        batch; the calls already queued then finish on the GPU on their own."""
         if self.device != "cuda":
             return super().time_calls(problem, prepared, iters, cancel, before_call)
         import torch
+        hold = GpuHold.make(torch)
+        self._held, self._batches, self._behind, self._span_ms, self._why_no_kernels = hold is not None, 0, 0, None, ""
+        profiler = start_profiler(torch)
+        if isinstance(profiler, str):
+            self._why_no_kernels, profiler = profiler, None
         raw: Any = None
-        events = []
-        for i in range(iters):
-            before_call(i)
-            if i >= GPU_QUEUE_AHEAD:
-                wait_for_event(events[i - GPU_QUEUE_AHEAD][1], cancel)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            raw = self.run(problem, prepared, cancel)
-            end.record()
-            events.append((start, end))
-        if events:
-            wait_for_event(events[-1][1], cancel)
-        return raw, [start.elapsed_time(end) for start, end in events]
+        spans: list[float] = []
+        done = 0
+        try:
+            while done < iters:
+                batch = min(GPU_QUEUE_AHEAD, iters - done)
+                released = hold.hold() if hold is not None else None
+                events = []
+                t0 = time.perf_counter()
+                for _ in range(batch):
+                    before_call(done)
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    with call_range(torch, profiler, done):
+                        start.record()
+                        raw = self.run(problem, prepared, cancel)
+                        end.record()
+                    events.append((start, end))
+                    done += 1
+                self._batches += 1
+                if hold is not None and released is not None and not hold.ahead(released, time.perf_counter() - t0):
+                    self._behind += 1
+                wait_for_event(events[-1][1], cancel)
+                spans += [start.elapsed_time(end) for start, end in events]
+        finally:
+            trace = stop_profiler(profiler)
+        kernels = kernel_ms_per_call(trace, len(spans)) if trace is not None else None
+        if kernels is None:
+            self._why_no_kernels = (self._why_no_kernels
+                                    or "the profiler's trace did not attribute a kernel to every call")
+            return raw, spans
+        self._span_ms = statistics.median(spans)
+        return raw, kernels
 
     def timer(self) -> str:
-        return "GPU time between torch.cuda events" if self.device == "cuda" else ""
+        if self.device != "cuda":
+            return ""
+        if self._span_ms is not None:
+            return ("GPU kernel time: the kernels each call launched, summed, from the profiler's trace; "
+                    f"{self._span_ms:.4f} ms from a call's first kernel to its last between torch.cuda events")
+        how = f"GPU time between torch.cuda events, gaps between kernels included ({self._why_no_kernels})"
+        if not self._held:
+            return how + "; no spin kernel on this torch: host launch gaps may count on fast layers"
+        if self._behind:
+            return how + (f"; the host fell behind the GPU in {self._behind} of {self._batches} batches: "
+                          "their times include launch gaps")
+        return how + "; calls queued behind a spin kernel (launch gaps not counted)"
 
     def outputs(self, problem: Problem, raw: Any) -> dict[str, "np.ndarray"]:
         import numpy as np
@@ -197,6 +249,101 @@ class TorchBackend(Backend):
 #: calls a GPU run keeps queued ahead of the host: enough to keep the device busy on
 #: layers that take tens of microseconds, few enough that a cancel is answered quickly
 GPU_QUEUE_AHEAD = 16
+
+
+def start_profiler(torch: Any) -> Any:
+    """A running torch.profiler recording host ranges and GPU kernels, or a string saying
+    why there is none (no CUPTI/roctracer, another profiler active)."""
+    try:
+        import warnings
+
+        from torch.profiler import ProfilerActivity, profile
+        # torch warns on stderr when a profiler stops; in the app that would be drawn over the screen
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.__enter__()
+        return prof
+    except Exception as e:  # the profiler is optional: timing falls back to events
+        return f"no profiler: {type(e).__name__}: {str(e)[:80]}"
+
+
+def call_range(torch: Any, profiler: Any, index: int) -> Any:
+    """The profiler range that marks timed call ``index`` (nothing without a profiler)."""
+    if profiler is None:
+        return contextlib.nullcontext()
+    return torch.profiler.record_function(CALL_PREFIX + str(index))
+
+
+def stop_profiler(profiler: Any) -> Optional[list[dict[str, Any]]]:
+    """Stop ``profiler`` and return its trace's events (None without one or on failure)."""
+    if profiler is None:
+        return None
+    try:
+        profiler.__exit__(None, None, None)
+        fd, path = tempfile.mkstemp(prefix="miotui-trace-", suffix=".json")
+        os.close(fd)
+        try:
+            profiler.export_chrome_trace(path)
+            with open(path, encoding="utf-8") as f:
+                return json.load(f).get("traceEvents", [])
+        finally:
+            os.unlink(path)
+    except Exception:  # a failed trace leaves the event times, and the result says so
+        return None
+
+
+class GpuHold:
+    """A spin kernel (``torch.cuda._sleep``, on CUDA and ROCm builds) queued before a batch
+    of timed calls, so the host queues the batch while the GPU is busy.
+
+    Its length follows the host: the first batch spins ``FIRST_HOLD_MS``; after each
+    batch the next spin is twice the time the host took to queue it (at least
+    ``MIN_HOLD_MS``).  An event after the spin tells whether it was still running when
+    the host had queued the batch (:meth:`ahead`); if not, the next spin is four times
+    longer and the caller reports the batch.
+    """
+
+    FIRST_HOLD_MS = 2.0
+    MIN_HOLD_MS = 0.2
+    #: GPU clock cycles per millisecond of spin, measured once per process
+    cycles_per_ms: Optional[float] = None
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self.hold_ms = self.FIRST_HOLD_MS
+
+    @classmethod
+    def make(cls, torch: Any) -> Optional["GpuHold"]:
+        """A hold for this process, or None where this torch has no spin kernel."""
+        if not callable(getattr(torch.cuda, "_sleep", None)):
+            return None
+        if cls.cycles_per_ms is None:
+            cycles = 1_000_000
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(cycles)   # the first spin pays for loading the kernel
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            cls.cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+        return cls(torch)
+
+    def hold(self) -> Any:
+        """Queue the spin; returns the event that passes when it ends."""
+        assert self.cycles_per_ms is not None
+        self._torch.cuda._sleep(max(1, int(self.hold_ms * self.cycles_per_ms)))
+        released = self._torch.cuda.Event()
+        released.record()
+        return released
+
+    def ahead(self, released: Any, queued_s: float) -> bool:
+        """Whether the spin still ran when the host finished queueing (``queued_s`` seconds
+        of host work); sizes the next spin."""
+        still_held = not released.query()
+        self.hold_ms = max(self.MIN_HOLD_MS, 2e3 * queued_s)
+        if not still_held:
+            self.hold_ms *= 4
+        return still_held
 
 
 def wait_for_event(event: Any, cancel: Any) -> None:

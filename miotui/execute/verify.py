@@ -1,4 +1,8 @@
-"""Compare a backend's outputs with the float64 reference, the way MIOpenDriver would.
+"""Compare a backend's outputs with the verification reference, the way MIOpenDriver would.
+
+The reference (:mod:`miotui.execute.oracle`) is float64 code that shares none of the
+checked backend's: a direct tap sum for convolutions, formulations of their own for
+the other kinds; its name travels with the result (``Verification.reference``).
 
 MIOpenDriver decides "Verifies OK" / "FAILED" per layer kind with its own metric and
 tolerance (``miopen_formats.md`` §6.2-6.3, ``driver/*_driver.hpp``):
@@ -76,7 +80,9 @@ _EPSILON = {"fp32": 2.0 ** -23, "fp16": 2.0 ** -10, "bf16": 2.0 ** -7, "fp64": 2
 class Verification:
     """The outcome of one comparison.  ``error`` is the number that was held against
     ``tolerance`` (the value of ``metric``); ``how`` says what was measured, the
-    tolerance applied, and why that tolerance."""
+    tolerance applied, and why that tolerance; ``reference`` names what the outputs were
+    compared against (:func:`miotui.execute.oracle.reference_name`: never the checked
+    backend's own algorithm)."""
 
     max_abs: float
     max_rel: float
@@ -86,6 +92,7 @@ class Verification:
     how: str
     metric: str = "rms_range"
     error: float = 0.0
+    reference: str = "float64 reference"
 
 
 def _as_f64(a: Any) -> "np.ndarray":
@@ -349,9 +356,10 @@ def _compare_one(name: str, metric: str, tol: float, ref: Any, out: Any) -> _One
 
 
 def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
-            algorithm: Optional[str] = None) -> Verification:
-    """Compare every output the reference has (``ref`` from run_reference(precision="fp64"))
-    with the backend's ``out``, by the metric and tolerance MIOpenDriver uses for the kind.
+            algorithm: Optional[str] = None, reference: str = "float64 reference") -> Verification:
+    """Compare every output the reference has (``ref``: what
+    :func:`miotui.execute.oracle.reference_outputs` gave, named ``reference``) with the
+    backend's ``out``, by the metric and tolerance MIOpenDriver uses for the kind.
     ok is False when an output is missing, has another size, or holds NaN/inf."""
     tol, why = tolerance_for(problem, algorithm)
     metric = _metric(problem)
@@ -382,14 +390,14 @@ def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
             problems.append(f"{name} holds NaN or inf")
     if not results:
         how = "nothing compared: " + "; ".join(problems or ["the reference has no outputs"])
-        return Verification(_DBL_MAX, _DBL_MAX, _DBL_MAX, tol, False, how, metric, _DBL_MAX)
+        return Verification(_DBL_MAX, _DBL_MAX, _DBL_MAX, tol, False, how, metric, _DBL_MAX, reference)
     worst = max(results, key=lambda o: o.error)
     error = worst.error
     ok = not problems and all(math.isfinite(o.error) and o.error <= tol for o in results)
     per = ", ".join(f"{o.name} {o.error:.3g}" for o in results)
     verdict = "<=" if ok else ">"
     exact_text = "".join(f" {o.name}: {o.error:.0f} elements differ (must be 0)." for o in exact)
-    how = (f"{_METRIC_TEXT[metric]} vs a float64 reference: {per} "
+    how = (f"{_METRIC_TEXT[metric]} vs the {reference}: {per} "
            f"{verdict} tolerance {tol:.3g}.{exact_text} Tolerance: {why}. "
            f"max |diff| {max(o.max_abs for o in results):.3g}, max relative diff "
            f"{max(o.max_rel for o in results):.3g} (relative to max(|ref|, 1e-3 x max|ref|)).")
@@ -402,4 +410,4 @@ def compare(problem: Problem, ref: Mapping[str, Any], out: Mapping[str, Any], *,
         max_abs=max(o.max_abs for o in results),
         max_rel=max(o.max_rel for o in results),
         rms_range=max(o.rms_range for o in results),
-        tolerance=tol, ok=ok, how=how, metric=metric, error=error)
+        tolerance=tol, ok=ok, how=how, metric=metric, error=error, reference=reference)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from miotui.driver import KNOWN_BASES
 from miotui.driver.output_lines import OutputLine, parse_output_line
@@ -71,7 +71,10 @@ class DriverLogTracker:
       credit the wrong layer.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, recent_keys: Optional[Callable[[], tuple[tuple, tuple]]] = None) -> None:
+        #: (convolutions, im2col kernel keys) the latest MIOpen level lines named: a ``stats:`` line
+        #: whose command is not in the log is the run of the one that agrees with it
+        self._recent_keys = recent_keys
         self._run: Optional[_Run] = None
         #: typed commands not yet echoed, oldest first (a chain runs them in order), with their runs
         self._awaiting: list[tuple[tuple[str, ...], Optional[_Run]]] = []
@@ -360,7 +363,15 @@ class DriverLogTracker:
         return [Sighting(p, "execution", "driver-output")]
 
     def _orphan(self, ol: OutputLine) -> list[Event]:
-        """Result lines whose command is not in the log: one undecoded record per block."""
+        """Result lines whose command is not in the log: one undecoded record per block --
+        unless a ``stats:`` line and a problem key MIOpen logged before it name the layer
+        together (a driver log pasted from the middle): then an execution of that layer, with
+        a warning that the command was not seen."""
+        if ol.kind == "stats":
+            named = self._named_by_stats(ol)
+            if named:
+                self._orphan_told = True
+                return named
         if ol.kind not in _RESULT_KINDS or self._orphan_told:
             return []
         self._orphan_told = True
@@ -369,6 +380,28 @@ class DriverLogTracker:
         where = f" ({ol.direction})" if ol.direction else ""
         return [Undecoded(f"MIOpenDriver output{where} without its command: {what} with no MIOpenDriver command "
                           f"before it, so its layer cannot be named")]
+
+    def _named_by_stats(self, ol: OutputLine) -> list[Event]:
+        stats = ol.get("stats")
+        if self._recent_keys is None or stats is None or ol.op != "conv" or ol.direction is None:
+            return []
+        if None in (stats.n, stats.c, stats.k) or not stats.filter or not stats.out_spatial:
+            return []
+        from miotui.logs.keys import conv_from_stats
+        convs, im2col = self._recent_keys()
+        found = conv_from_stats(ol.direction, stats.n, stats.c, stats.k, stats.filter, stats.out_spatial,
+                                tuple(convs), tuple(im2col))
+        if found is None:
+            return []
+        problem, how, counted = found
+        events: list[Event] = []
+        if not counted:   # a key that was a layer already counted the call (its invoker line): only the time
+            warning = (f"the MIOpenDriver command was not seen (the log starts after it): this layer is read from "
+                       f"the driver's stats: line ({stats.name}) and {how}")
+            events.append(Sighting(problem, "execution", "driver-output", (warning,)))
+        if stats.time_ms is not None:
+            events.append(Annotation("driver_kernel_ms", _fmt(stats.time_ms), problem))
+        return events
 
     def _annotations(self, ol: OutputLine, run: _Run) -> list[Event]:
         k = ol.kind

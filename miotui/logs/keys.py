@@ -26,6 +26,7 @@ All three decoders return a ``DecodedKey`` (problems + warnings) or raise
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -446,3 +447,65 @@ def db_key_for(problem: ConvProblem) -> str:
     if p.groups != 1:
         key += f"_g{p.groups}"
     return key
+
+
+# ----------------------------------------------------------------------------- im2col kernel key + driver stats
+
+#: the im2col kernel's network config, as level-6 lines print it (``GetKernels ... key: miopenIm2d2Col
+#: "c3i8_8w3_3p0_0s1_1d1_1t1"``: channels, input H_W, filter, pads, strides, dilations, miopenDataType_t)
+_IM2COL_RE = re.compile(r'miopenIm2(?:d2)?Col "c(\d+)i(\d+)_(\d+)w(\d+)_(\d+)p(\d+)_(\d+)s(\d+)_(\d+)'
+                        r'd(\d+)_(\d+)t(\d+)"')
+#: miopenDataType_t values the im2col key carries
+_IM2COL_TYPES = {0: "fp16", 1: "fp32", 3: "int8", 5: "bf16", 6: "fp64"}
+
+
+@dataclass(frozen=True)
+class Im2ColGeometry:
+    """The geometry an im2col kernel key names: everything of a 2-D convolution but the
+    batch and the output channels (which a driver's ``stats:`` line gives)."""
+
+    c: int
+    in_spatial: tuple[int, int]
+    filter: tuple[int, int]
+    pads: tuple[int, int]
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    dtype: str
+
+
+def read_im2col_key(message: str) -> Optional[Im2ColGeometry]:
+    """The geometry of an im2col kernel key quoted in ``message``, or None."""
+    m = _IM2COL_RE.search(message)
+    if m is None:
+        return None
+    v = [int(g) for g in m.groups()]
+    return Im2ColGeometry(v[0], (v[1], v[2]), (v[3], v[4]), (v[5], v[6]), (v[7], v[8]), (v[9], v[10]),
+                          _IM2COL_TYPES.get(v[11], ""))
+
+
+def conv_from_stats(direction: str, n: int, c: int, k: int, filter: tuple[int, ...], out_spatial: tuple[int, ...],
+                    decoded: tuple[ConvProblem, ...], im2col: tuple[Im2ColGeometry, ...]
+                    ) -> Optional[tuple[ConvProblem, str, bool]]:
+    """The layer a MIOpenDriver ``stats:`` line ran, when its command is not in the log
+    (a paste from the middle of a run): the stats line gives the direction, batch,
+    channels, output channels, filter and output size; a problem key MIOpen logged just
+    before names the rest.  A key decoded to a whole convolution (an invoker's network
+    config, a Find-Db key) must agree on all of those; an im2col kernel key gives the input
+    size, pads, strides and dilations, which must reproduce the output size.  Returns the
+    problem, which key named it and whether that key was already a layer of its own (a
+    decoded key is: its line counted the call), or None (the latest agreeing key wins)."""
+    for p in reversed(decoded):
+        if (p.ndim == len(filter) and (p.n, p.c, p.k, p.filter, p.out_spatial) == (n, c, k, filter, out_spatial)):
+            return dataclasses.replace(p, direction=direction), "the problem key MIOpen logged before it", True
+    for g in reversed(im2col):
+        if g.c != c or g.filter != filter:
+            continue
+        try:
+            p = ConvProblem(direction, g.dtype or "fp32", n, c, k, g.in_spatial, g.filter, g.pads, g.strides,
+                            g.dilations)
+        except ProblemError:
+            continue
+        if p.out_spatial == out_spatial:
+            how = "the im2col kernel key MIOpen logged before it" + ("" if g.dtype else " (data type guessed fp32)")
+            return p, how, False
+    return None

@@ -26,11 +26,19 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import deque
 from typing import Callable, Optional
 
 from miotui.logs.dbrecords import algorithm_direction, algorithm_number, item_annotations, parse_db_items
 from miotui.logs.events import Annotation, Event, OpSeen, Sighting, Undecoded
-from miotui.logs.keys import ProblemKeyError, decode_db_key, decode_network_config, decode_problem_string
+from miotui.logs.keys import (
+    Im2ColGeometry,
+    ProblemKeyError,
+    decode_db_key,
+    decode_network_config,
+    decode_problem_string,
+    read_im2col_key,
+)
 from miotui.logs.netconfigs import (
     decode_bn_config,
     decode_softmax_config,
@@ -38,9 +46,12 @@ from miotui.logs.netconfigs import (
     is_softmax_config,
     read_pool_config,
 )
+from miotui.problems import ConvProblem
 
 #: Cached decoded messages (cleared when full).
 CACHE_SIZE = 50_000
+#: problem keys remembered for a driver stats: line whose command is not in the log
+_RECENT = 8
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _CHOSEN_RE = re.compile(rf"^(FW|BWD|BWrW) Chosen Algorithm: (\S.*?) , (\d+), ({_NUM})\s*$")
@@ -70,6 +81,11 @@ class LevelDecoder:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], list[Event]] = {}
+        #: the convolutions the latest level lines named, and the im2col kernel keys they quoted: a
+        #: MIOpenDriver ``stats:`` line whose command is not in the log is named by them
+        #: (``keys.conv_from_stats``); the only state besides the cache, a few entries long
+        self.recent_convs: deque[ConvProblem] = deque(maxlen=_RECENT)
+        self.recent_im2col: deque[Im2ColGeometry] = deque(maxlen=_RECENT)
         self._by_func: dict[str, Callable[[str, str], Optional[list[Event]]]] = {
             "EvaluateInvokers": self._evaluate_invokers,
             "DirConvFindCore": self._evaluate_invokers,
@@ -90,12 +106,19 @@ class LevelDecoder:
         if not message:
             return []
         try:
+            if "miopenIm2" in message:
+                geometry = read_im2col_key(message)
+                if geometry is not None:
+                    self.recent_im2col.append(geometry)
             handler = self._handler(func, message)
+            if handler is None and level in _PROBLEM_LEVELS and _EMBEDDED_START_RE.search(message):
+                handler = self._embedded_key
             if handler is None:
                 return []
             key = (func, message)
             cached = self._cache.get(key)
             if cached is not None:
+                self._remember(cached)
                 return cached
             events = handler(func, message.rstrip("\r\n"))
             if events is None:  # not the line the handler expected: nothing to remember
@@ -103,9 +126,15 @@ class LevelDecoder:
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.clear()
             self._cache[key] = events
+            self._remember(events)
             return events
         except Exception as e:  # a decoder bug must not stop a scan
             return [Undecoded(f"level line decoder failed: {type(e).__name__}: {e}")]
+
+    def _remember(self, events: list[Event]) -> None:
+        for e in events:
+            if isinstance(e, Sighting) and isinstance(e.problem, ConvProblem):
+                self.recent_convs.append(e.problem)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -316,6 +345,33 @@ class LevelDecoder:
         return self._mention(lambda: decode_network_config(config, algorithm_direction(algorithm)),
                              "network config", config, (("solver", solver),))
 
+    def _embedded_key(self, func: str, message: str) -> Optional[list[Event]]:
+        """A Find-Db / Perf-Db problem key quoted inside an Error or Warning line (``Search
+        failed for: ...``, ``Invalid config loaded from Perf Db: ...``), maybe glued to the
+        solver name that follows it: a mention of that layer, the line itself kept as its
+        warning.  A key that does not decode is undecoded with the reason, never dropped."""
+        m = _EMBEDDED_START_RE.search(message)
+        if m is None:
+            return None
+        token = _TOKEN_RE.match(message, m.start()).group()[:_MAX_KEY_CHARS]  # type: ignore[union-attr]
+        dashed = "-" in token.split("x", 1)[0]
+        decode = decode_db_key if dashed else decode_network_config
+        error: Optional[ProblemKeyError] = None
+        # the key ends where a solver name glued to it begins (an upper-case letter after a letter or digit
+        # other than the separator x: ``...-FP32-F|ConvHip...``, ``...xFxDefault|ConvBin...``), or at the
+        # token's end; the shortest key that decodes wins (a lenient reading of the glued name is no key)
+        ends = [i for i in range(1, len(token)) if token[i].isupper() and token[i - 1] not in "-_x"]
+        for end in ends + [len(token)]:
+            try:
+                decoded = decode(token[:end])
+            except ProblemKeyError as e:
+                if error is None or token[end - 2:end] in _KEY_ENDS:   # the reason of the likeliest whole key
+                    error = e
+                continue
+            note = f"MIOpen [{func}] {message.strip()[:_MAX_NOTE_CHARS]}"
+            return [Sighting(p, "mention", "info", decoded.warnings + (note,)) for p in decoded.problems]
+        return [Undecoded(f"problem key in a [{func}] line {token[:80]!r}: {error}")]
+
     @staticmethod
     def _execution(func: str, message: str) -> Optional[list[Event]]:
         """``[ConvolutionExecution] Problem="conv ..." Solver="X" Config="..." Time=0.0187``."""
@@ -343,6 +399,16 @@ class LevelDecoder:
                 for p in decoded.problems]
 
 
+#: the levels whose lines may quote a problem key in free text (``Search failed for: <key><Solver>``)
+_PROBLEM_LEVELS = frozenset({"Error", "Warning"})
+#: where a quoted key starts: a dash-joined Find-Db / Perf-Db key, or an x-joined one (network config)
+_EMBEDDED_START_RE = re.compile(r"(?<![\w.-])(?:\d+-\d+-\d+-(?:\d+-)?\d+x\d+(?:x\d+)?-|\d+x\d+x\d+x\d+x\d+x\d+x)")
+_TOKEN_RE = re.compile(r"[\w-]+")
+#: how a whole key ends: its direction letter
+_KEY_ENDS = frozenset({"-F", "-B", "-W", "xF", "xB", "xW"})
+#: a key is at most a few dozen fields; what is longer is not tried at every split
+_MAX_KEY_CHARS = 256
+_MAX_NOTE_CHARS = 300
 _CONV_KEY_RE = re.compile(r"^\d+-\d+-\d+-(?:\d+-)?\d+x\d+(?:x\d+)?-")
 _CONV_CONFIG_RE = re.compile(r"^\d+x\d+x\d+x\d+x\d+x")
 

@@ -82,23 +82,52 @@ def _context():
 def _decode_apart(paths: list[str], workers: int) -> Optional[Catalog]:
     """The files decoded in ``workers`` processes and merged in path order; None when the
     processes could not start or one died (the caller decodes serially then)."""
-    catalog = Catalog()
+    catalogs = _decode_groups_apart([paths], workers)
+    return None if catalogs is None else catalogs[0]
+
+
+#: below this many bytes in all, groups are decoded one after the other: starting the worker
+#: processes costs about what a second core saves on two 50 MB logs (bench_diff.py)
+GROUPS_APART_MIN_BYTES = 128 << 20
+
+
+def decode_file_groups(groups: Sequence[Sequence[str]], jobs: Optional[int] = None,
+                       min_bytes: int = GROUPS_APART_MIN_BYTES) -> list[Catalog]:
+    """Each group of paths decoded into a catalog of its own (``miotui diff``: the OLD run's
+    files and the NEW run's), every file of every group at once where they can be and hold
+    ``min_bytes`` or more in all, so two one-file runs take two processes; each catalog is the
+    one ``decode_files`` gives for its group.  Raises OSError for an unreadable path."""
+    flat = [path for group in groups for path in group]
+    workers = worker_count(flat, jobs)
+    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes:
+        catalogs = _decode_groups_apart([list(g) for g in groups], workers)
+        if catalogs is not None:
+            return catalogs
+    return [decode_files(list(group), jobs) for group in groups]
+
+
+def _decode_groups_apart(groups: list[list[str]], workers: int) -> Optional[list[Catalog]]:
+    """Each group's files decoded in one pool of ``workers`` processes and merged in path
+    order, a catalog per group; None when the processes could not start or one died (the
+    caller decodes serially then)."""
+    out = [Catalog() for _ in groups]   # made now: a catalog's seconds count from its start
     try:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context())
     except (OSError, ImportError, NotImplementedError, ValueError, RuntimeError):
         return None
     try:
         try:
-            futures = [pool.submit(decode_one, path, source_label(path, paths)) for path in paths]
-        except (OSError, RuntimeError):   # no process could start (BrokenProcessPool is a RuntimeError)
+            futures = [[pool.submit(decode_one, path, source_label(path, group)) for path in group]
+                       for group in groups]
+        except (OSError, RuntimeError):
             return None
-        for future in futures:
-            try:
-                part = future.result()
-            except BrokenProcessPool:
-                return None
-            catalog.merge(part)
+        for catalog, group_futures in zip(out, futures, strict=True):
+            for future in group_futures:
+                try:
+                    catalog.merge(future.result())
+                except BrokenProcessPool:
+                    return None
+            catalog.finished = time.monotonic()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    catalog.finished = time.monotonic()
-    return catalog
+    return out

@@ -111,7 +111,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._guess_warnings = frozenset({DTYPE_GUESS_WARNING})
         self.trace = TraceDecoder()
         self.levels = LevelDecoder()
-        self.driver = DriverLogTracker()
+        self.driver = DriverLogTracker(lambda: (self.levels.recent_convs, self.levels.recent_im2col))
         self.sql = SqlConfigReader()
         self._decode_db_record = decode_db_record
 

@@ -108,11 +108,10 @@ class ProblemBase:
     def key(self) -> str:
         """A stable string identity: op, direction, dtype, layout and every field."""
         parts = [self.op]
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
+        for name, value in zip(self._field_names(), self.shown_values(), strict=True):
             if isinstance(value, tuple):
                 value = "x".join(str(v) for v in value)
-            parts.append(f"{f.name}={value}")
+            parts.append(f"{name}={value}")
         return " ".join(parts)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -127,7 +126,14 @@ class ProblemBase:
         """Every field by name, for the JSON encoder (which writes tuples as arrays): what
         ``to_dict`` gives, without copying each tuple into a list, for an export of many
         layers."""
-        return dict(zip(self._field_names(), self._field_values()(self), strict=True))
+        return dict(zip(self._field_names(), self.shown_values(), strict=True))
+
+    def shown_values(self) -> tuple:
+        """Every field's value as keys, JSON and the detail show it: the values themselves,
+        except where a class keeps a list the driver expands from a shorter one (an RNN's
+        per-step batch sizes) and shows that shorter form, so no output of one log line grows
+        with a logged count (``miotui.problems.limits``)."""
+        return self._field_values()(self)
 
     def _field_names(self) -> tuple[str, ...]:
         names = _FIELD_NAMES.get(type(self))
@@ -150,7 +156,7 @@ class ProblemBase:
         ``dataclasses.asdict``: it deep-copies, and an export of 200,000 layers calls this
         once per layer."""
         return {name: _plain(value) if isinstance(value, tuple) else value
-                for name, value in zip(self._field_names(), self._field_values()(self), strict=True)}
+                for name, value in zip(self._field_names(), self.shown_values(), strict=True)}
 
     @property
     def element_bytes(self) -> int:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from miotui.problems.base import CONV_DIRECTIONS, ProblemBase, check, check_common, check_finite, check_positive
+from miotui.problems.limits import collapse_repeats
 
 RNN_MODES = ("relu", "tanh", "lstm", "gru")
 #: gates per cell: the number of hidden-sized matrix products each step does per layer
@@ -30,8 +31,9 @@ class RNNProblem(ProblemBase):
 
     ``batch`` is the batch size of each time step, as MIOpen's driver takes it (one value
     when every step has the same; a non-increasing list for packed variable-length
-    sequences).  ``api`` says which MIOpen entry point (and driver) it came from: ``rnn``
-    (descriptor arrays) or ``rnn_seq`` (sequence tensors, with per-sample ``seq_lens``).
+    sequences, one per step, at most ``MAX_LISTED`` of them; shown as ``listed_batch``).
+    ``api`` says which MIOpen entry point (and driver) it came from: ``rnn`` (descriptor
+    arrays) or ``rnn_seq`` (sequence tensors, with per-sample ``seq_lens``).
     """
 
     op: ClassVar[str] = "rnn"
@@ -82,6 +84,21 @@ class RNNProblem(ProblemBase):
         check(self.io_layout in (0, 1, 2, 3), f"io layout must be 0..3, got {self.io_layout!r}")
 
     @property
+    def listed_batch(self) -> tuple[int, ...]:
+        """``batch`` as the driver's ``-n`` takes it: the repeated tail collapsed (the driver
+        repeats the last size over the remaining steps).  What keys, JSON and driver commands
+        show, so a 60-byte line asking for 65,536 steps of two batch sizes writes two numbers,
+        not 65,536 (``miotui.problems.limits``)."""
+        return collapse_repeats(self.batch, self.seq_len)
+
+    def shown_values(self) -> tuple:
+        values = self._field_values()(self)
+        if len(self.batch) == 1:
+            return values
+        at = self._field_names().index("batch")
+        return values[:at] + (self.listed_batch,) + values[at + 1:]
+
+    @property
     def lossy_fields(self) -> frozenset[str]:
         """Fields one form of a call may lack although another form of it has them."""
         return _RNN_LOSSY
@@ -111,9 +128,12 @@ class RNNProblem(ProblemBase):
     @property
     def rows(self) -> int:
         """Input vectors processed per layer: the sum of the per-step batch sizes, or of the
-        per-sample lengths where ``rnn_seq`` gives them (padding steps are not computed)."""
+        per-sample lengths where ``rnn_seq`` gives them (padding steps are not computed; a
+        list shorter than the batch stands for its last length repeated, as the driver's ``-K``
+        does, and is never expanded: the batch is a logged number)."""
         if self.seq_lens:
-            return sum(self.seq_lens)
+            lens = self.seq_lens[:self.n]
+            return sum(lens) + (self.n - len(lens)) * lens[-1]
         return self.batch[0] * self.seq_len if len(self.batch) == 1 else sum(self.batch)
 
     def layer_in(self, layer: int) -> int:
@@ -123,24 +143,26 @@ class RNNProblem(ProblemBase):
             return self.hidden * self.directions
         return 0 if self.input_mode == "skip" else self.in_size
 
+    def _layer_weights(self, width: int) -> int:
+        """Weights of one direction of one layer whose input is ``width`` wide."""
+        per_dir = self.gates * self.hidden * (width + self.hidden)
+        return per_dir + (2 * self.gates * self.hidden if self.bias else 0)
+
     @property
     def weight_count(self) -> int:
-        count = 0
-        for layer in range(self.layers):
-            per_dir = self.gates * self.hidden * (self.layer_in(layer) + self.hidden)
-            if self.bias:
-                per_dir += 2 * self.gates * self.hidden
-            count += per_dir * self.directions
-        return count
+        """Closed form (the first layer, then ``layers - 1`` alike): ``layers`` is a logged
+        number up to 2**31 - 1, and a loop over it took half an hour (issue 27)."""
+        first = self._layer_weights(self.layer_in(0))
+        rest = (self.layers - 1) * self._layer_weights(self.hidden * self.directions)
+        return (first + rest) * self.directions
 
     @property
     def flops(self) -> int:
         """2 multiply-adds per weight per input vector, every layer and direction (the same
-        count for the backward-data and backward-weights passes)."""
-        total = 0
-        for layer in range(self.layers):
-            total += 2 * self.rows * self.gates * self.hidden * (self.layer_in(layer) + self.hidden)
-        return total * self.directions
+        count for the backward-data and backward-weights passes); closed form, as
+        ``weight_count``."""
+        widths = (self.layer_in(0) + self.hidden) + (self.layers - 1) * (self.hidden * self.directions + self.hidden)
+        return 2 * self.rows * self.gates * self.hidden * widths * self.directions
 
     @property
     def bytes_moved(self) -> int:

@@ -10,6 +10,7 @@ import random
 import re
 from typing import Iterator, Sequence
 
+from miotui.output_file import open_output
 from miotui.samplegen.network import Call, inference_calls, resnet50_layers, training_calls
 from miotui.samplegen.noise import Noise
 from miotui.samplegen.render import Renderer
@@ -238,7 +239,7 @@ def write_log(spec: SampleSpec, path: str, *, compresslevel: int = 1) -> int:
     written = 0
     direct = os.path.exists(path) and not os.path.isfile(path)
     tmp = path if direct else path + ".part"
-    with open(tmp, "wb") as raw:
+    with open_output(tmp, binary=True, devices=direct) as raw:   # never through a link at the name
         sink: io.BufferedIOBase
         if path.endswith(".gz"):
             sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=compresslevel, mtime=0)

@@ -269,7 +269,8 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, n
         line = Text(f"{visible(r.backend)}: ", style="bold")
         parts = [status_text(r) if verdict != "ok" else "",
                  f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
-                 r.engine, r.message if verdict == "ok" else "", r.note, v.how if v else "",
+                 r.engine, f"compared against: {r.reference}" if r.reference else "",
+                 r.message if verdict == "ok" else "", r.note, v.how if v else "",
                  f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
         line.append(t("; ".join(p.rstrip(". ") for p in parts if p)))
         notes.append(line)

@@ -30,6 +30,7 @@ from miotui.driver.tables import dropout as dropout_table
 from miotui.driver.tables import gemm as gemm_table
 from miotui.driver.tables import tensorop as tensorop_table
 from miotui.problems import OpProblem
+from miotui.problems.limits import collapse_repeats
 
 #: tensorop -o: 0 SetTensor, 1 ScaleTensor, 2..5 OpTensor add/mul/min/max (miopenTensorOp_t + 2)
 TENSOR_OPS = ("set", "scale", "add", "mul", "min", "max")
@@ -111,11 +112,11 @@ def write_dropout(p: OpProblem, version: Optional[tuple[int, ...]] = None) -> li
 
 # --------------------------------------------------------------------------- ctc
 
-def _lengths(f: FlagValues, key: str, batch: int) -> str:
-    """A per-sample length list as the driver expands it: the last value repeats."""
-    values = list(f.ints(key))
-    values = (values + [values[-1]] * batch)[:batch]
-    return ",".join(str(v) for v in values)
+def _lengths(f: FlagValues, key: str, batch: int) -> tuple[int, ...]:
+    """A per-sample length list in the compact form the driver expands (its last value
+    repeats over the rest of the batch): a logged ``-n`` of ten million is ten million samples
+    of the last length, never a list of ten million (``miotui.problems.limits``)."""
+    return collapse_repeats(f.ints(key), batch)
 
 
 def read_ctc(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
@@ -124,6 +125,8 @@ def read_ctc(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
     if ctx.log_fn:
         require(f, LOGGED_REQUIRED["ctc"], "this CTC Command line")
     batch, classes = f.int("n"), f.int("c")
+    if batch < 1:
+        raise DriverCommandError(f"ctc -n (the batch) must be at least 1, got {batch}")
     params = [("a", canon_int(f.int("a"))), ("b", canon_int(f.int("b"))), ("c", canon_int(classes)),
               ("m", canon_int(f.int("m"))), ("n", canon_int(batch))]
     shapes: tuple = ()
@@ -131,10 +134,10 @@ def read_ctc(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> P
         if ctx.log_fn and not f.has(key):
             missing.append(what)  # the library prints a length list only when its pointer is not null
             continue
-        params.append((key, _lengths(f, key, batch)))
-    if "input_len" not in missing:
-        longest = max(int(v) for v in dict(params)["k"].split(","))
-        shapes = (("probs", (longest, batch, classes + 1)),)
+        lengths = _lengths(f, key, batch)
+        if key == "k" and lengths:
+            shapes = (("probs", (max(lengths), batch, classes + 1)),)
+        params.append((key, ",".join(map(str, lengths))))
     problem = make_op(lambda: OpProblem("ctc", "fwd", dtype_of(sub, base)[0], shapes, tuple(params),
                                         tuple(missing)))
     return _done((problem,), f, base)

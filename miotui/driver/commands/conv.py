@@ -75,6 +75,17 @@ def read_conv(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> 
     return plain if plain is not None else read_conv_flags(sub, base, args, ctx)
 
 
+def _vector_note(vect: int, dtype: str) -> str:
+    """What ``-Z`` (tensor_vect) does, said as what runs.  MIOpenDriver vectorises only int8
+    tensors and only for ``-Z 1`` (``ConvDriver::GetandSetData``: int8 becomes int8x4, the
+    channels packed by four); any other value, or any other data type, changes nothing."""
+    if vect == 1 and dtype == "int8":
+        return ("-Z 1: MIOpenDriver runs these int8 tensors vectorised (int8x4, channels packed by 4); miotui runs "
+                "the same convolution on plain int8 tensors (the same values in another memory layout)")
+    return (f"-Z {vect} changes nothing: MIOpenDriver vectorises only int8 tensors, and only with -Z 1; this "
+            f"{dtype} layer runs as {dtype}")
+
+
 def read_conv_flags(sub: Subcommand, base: str, args: Sequence[str], ctx: Context) -> ParsedCommand:
     """The general reader: any spelling, era, order and dimension, with the driver's defaults
     for omitted flags and the repairs of MIOpen's logging defects."""
@@ -85,8 +96,8 @@ def read_conv_flags(sub: Subcommand, base: str, args: Sequence[str], ctx: Contex
         require(f, _OLD_LINE_FLAGS, "this command line")
     dtype = dtype_of(sub, base)[0]
     warnings = f.warnings
-    if f.raw.get("Z", "0") not in ("0", ""):
-        warnings.append("vectorised int8x4 tensors (-Z) are not modelled; run as plain int8")
+    if f.raw.get("Z", "0").strip() not in ("0", ""):
+        warnings.append(_vector_note(f.int("Z"), dtype))
     nd = f.int("_", 2)  # MIOpenDriver ignores --in_d & co. unless --spatial_dim 3
     if nd not in (2, 3):
         raise DriverCommandError("--spatial_dim must be 2 or 3")

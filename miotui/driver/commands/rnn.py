@@ -32,35 +32,33 @@ from miotui.driver.commands.support import bit_directions, canon_float, check_wr
 from miotui.driver.flags import DriverCommandError, FlagValues
 from miotui.driver.spec import Subcommand
 from miotui.driver.tables import rnn as rnn_table
-from miotui.problems import RNN_MODES, RNNProblem
+from miotui.problems import RNN_MODES, ProblemError, RNNProblem
+from miotui.problems.limits import check_listed, collapse_repeats
 
 #: flags every LogCmdRNN line prints (from 2.3; -c only for forward, dropout flags only with dropout):
 #: a line without one of them was cut short
 LOGGED_REQUIRED = {"rnn": "n W H l b m p r k F w", "rnn_seq": "n W H l b m p r k K a I F w"}
 
 
-#: per-step batch sizes kept for a sequence whose batch varies (each step's size is stored, so a
-#: logged ``-k`` of billions must not allocate billions)
-MAX_LISTED_STEPS = 1 << 16
-
-
 def _batch(f: FlagValues, seq_len: int) -> tuple[int, ...]:
     """Per-step batch sizes as the driver builds them: a shorter list is padded with its last
-    value, a longer one truncated; one value when every step has the same."""
+    value, a longer one truncated; one value when every step has the same, however many steps.
+    Differing sizes are listed one per step, so past ``MAX_LISTED`` steps (a logged ``-k`` of
+    billions) the layer is refused, never expanded (``miotui.problems.limits``)."""
     if seq_len < 1:
         raise DriverCommandError(f"-k (the sequence length) must be at least 1, got {seq_len}")
-    values = list(f.ints("n"))
+    values = f.ints("n")
     if len(values) > seq_len:
         f.warnings.append(f"-n lists {len(values)} batch sizes for {seq_len} steps; the driver uses the first "
                           f"{seq_len}")
-        values = values[:seq_len]
-    if len(set(values)) == 1:   # the usual case: the same batch every step, however many steps
-        return (values[0],)
-    if seq_len > MAX_LISTED_STEPS:
-        raise DriverCommandError(f"-n lists differing batch sizes over {seq_len} steps: more than "
-                                 f"{MAX_LISTED_STEPS} per-step sizes are not modelled")
-    values += [values[-1]] * (seq_len - len(values))
-    return tuple(values)
+    values = collapse_repeats(values, seq_len)
+    if len(values) == 1:   # the usual case: the same batch every step
+        return values
+    try:
+        check_listed("per-step sizes", seq_len)
+    except ProblemError as e:
+        raise DriverCommandError(f"-n lists differing batch sizes: {e}") from None
+    return values + (values[-1],) * (seq_len - len(values))
 
 
 def _common(f: FlagValues) -> dict:
@@ -153,7 +151,8 @@ def write_rnn(p: RNNProblem, version: Optional[tuple[int, ...]] = None) -> list[
         argv += _tail(p)
     else:
         sub = rnn_table.RNN
-        argv = [base_for(sub, p.dtype, version=version), "-n", ",".join(str(b) for b in p.batch), "-W", p.in_size]
+        argv = [base_for(sub, p.dtype, version=version), "-n", ",".join(str(b) for b in p.listed_batch), "-W",
+                p.in_size]
         argv += _shared_flags(p)
         if p.padded:
             argv += ["-q", 1]
