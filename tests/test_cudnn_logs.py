@@ -309,3 +309,17 @@ def test_pooling_activation_softmax_calls():
     softmax = [ln.problem for ln in scanner.catalog.layers()][6:]
     assert [(p.algorithm, p.mode) for p in softmax] == [(1, 1), (2, 0)]
     assert [ln.problem.mode_name for ln in scanner.catalog.layers()[4:6]] == ["RELU", "RELU"]
+
+
+def test_run_a_layer_of_a_cudnn_log():
+    """``miotui run --log cudnn.log --layer K`` runs a cuDNN layer like any layer (numpy here)."""
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "miotui", "run", "--log", str(H100 / "cudnn_resnet50_v7.log.gz"),
+                          "--layer", "3", "--backend", "numpy", "--iters", "1", "--batch", "1", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    (layer,) = json.loads(out)["layers"]
+    assert (layer["op"], layer["direction"], layer["problem"]["c"], layer["problem"]["filter"]) == ("conv", "fwd", 64,
+                                                                                                   [1, 1])
+    assert [(r["backend"], r["status"]) for r in layer["results"]] == [("numpy", "ok")]
