@@ -323,3 +323,18 @@ def test_run_a_layer_of_a_cudnn_log():
     assert (layer["op"], layer["direction"], layer["problem"]["c"], layer["problem"]["filter"]) == ("conv", "fwd", 64,
                                                                                                    [1, 1])
     assert [(r["backend"], r["status"]) for r in layer["results"]] == [("numpy", "ok")]
+
+
+def test_diff_pairs_every_conv_layer_across_vendors():
+    """``miotui diff MIOPEN.log CUDNN.log --ignore-batch``: the 68 convolutions of the MIOpen
+    ResNet-50 sample (batch 32) pair with the 68 of the cuDNN log (batch 16), none left over."""
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "miotui", "diff", str(MIOPEN_RESNET50),
+                          str(H100 / "cudnn_resnet50_v7.log.gz"), "--ignore-batch", "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    pairs = json.loads(out)["pairs"]
+    conv = Counter(p["status"] for p in pairs if (p["old"] or p["new"])["op"] == "conv")
+    assert conv == {"changed": 68}
+    assert all("batch 32 -> 16" in p["changes"] for p in pairs if p["status"] == "changed")
