@@ -37,7 +37,7 @@ from miotui.catalog import Catalog
 from miotui.live import POLL_INTERVAL, LiveModel, PollData, Poller
 from miotui.logs.follow import FollowEvent, LogReader, reader_summary
 from miotui.run_queue import ALL, RunBook, RunRequest, execute, not_applicable
-from miotui.run_summary import pending_summary, result_line, severity, summary_of, verdict_of
+from miotui.run_summary import pending_summary, result_line, row_summary, severity, verdict_of
 from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
@@ -491,8 +491,7 @@ class MiotuiApp(App):
         self.runs.finish(req)
         self._run_workers.pop(req.id, None)
         state = self.runs.state(req.layer_id)
-        last = self.runs.last(req.layer_id)
-        summary = pending_summary(state, req.label) if state else (summary_of(last) if last else None)
+        summary = pending_summary(state, req.label) if state else row_summary(self.runs.shown_by_backend(req.layer_id))
         self.layers_screen.table.set_result(req.layer_id, summary)
         self._tell_screens(req.layer_id)
         self._start_next()
@@ -543,21 +542,29 @@ class MiotuiApp(App):
         from miotui.screens.dialogs import default_export_path
         target = path or default_export_path(fmt, self.export_dir)
         layers = self._shown_layers()
+        whole = list(self.model.layers.values())
         runs = self.runs.export_runs()
-        stats = {"lines": self.catalog.lines, "bytes": self.catalog.bytes, "seconds": round(self.catalog.seconds, 3)}
-        self.run_worker(partial(self._export_thread, fmt, target, layers, runs, stats), thread=True, group="io",
+        self.run_worker(partial(self._export_thread, fmt, target, layers, whole, runs), thread=True, group="io",
                         exit_on_error=False)
 
-    def _export_thread(self, fmt: str, path: str, layers: list[Any], runs: dict, stats: dict) -> None:
+    def _export_thread(self, fmt: str, path: str, layers: list[Any], whole: list[Any], runs: dict) -> None:
+        """Worker thread: the export says what ``miotui decode`` says of the same log (its
+        ``stats``, first iteration included), shares of the whole run (``whole``: every
+        layer, as on screen, also when a filter chose ``layers``), in the table's order."""
         import json
 
         from miotui import export
+        cat = self.catalog
         if fmt == "json":
-            text = json.dumps(export.to_json(layers, self.catalog.undecoded(), stats, runs=runs), indent=1) + "\n"
+            with cat.lock:
+                stats = {"lines": cat.lines, "bytes": cat.bytes, "seconds": round(cat.seconds, 3),
+                         "unknown_finds": cat.unknown_finds, "startup": cat.startup.totals().to_dict()}
+            doc = export.to_json(layers, cat.undecoded(), stats, runs=runs, whole=whole)
+            text = json.dumps(doc, indent=1) + "\n"
         elif fmt == "csv":
-            text = export.to_csv(layers, runs=runs)
+            text = export.to_csv(layers, runs=runs, whole=whole)
         else:
-            text = export.to_driver_script(layers)
+            text = export.to_driver_script(layers, keep_order=True)
         self._write_file(path, text, fmt == "driver", f"Exported {len(layers):,} layers ({fmt}) to")
 
     def help_rows(self) -> list[tuple[str, str, str, str]]:
@@ -580,7 +587,7 @@ class MiotuiApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Export layers: MIOpenDriver script", "the layers shown, most executed first (.sh)",
+        yield SystemCommand("Export layers: MIOpenDriver script", "the layers shown, in the table's order (.sh)",
                             partial(self.export_to, "driver"))
         yield SystemCommand("Export layers: CSV", "the layers shown, with run results",
                             partial(self.export_to, "csv"))

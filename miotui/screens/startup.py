@@ -28,7 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Sparkline, Static
 
 from miotui import units
-from miotui.screens.detail_view import t
+from miotui.screens.detail_view import NOT_LOGGED, t
 from miotui.screens.messages import StartupChanged
 from miotui.widgets.startup_model import (
     SPAN_CHARS,
@@ -37,6 +37,7 @@ from miotui.widgets.startup_model import (
     search_progress_text,
     settings_rows,
     span_bar,
+    what_logged,
 )
 
 #: what to set when the log has no clock
@@ -51,6 +52,12 @@ NOTHING_HINT = ("Nothing about the first iteration in this log yet. MIOPEN_LOG_L
 _FIXED = (("Find-Db", 7), ("find", 7), ("tune", 7), ("compile", 7), ("kernels", 7))
 #: the narrowest the layer label and the span bar get, and the widest the label gets
 _LABEL_MIN, _LABEL_MAX, _BAR_MIN = 16, 40, 12
+
+
+def spark_data(values: list[float]) -> list[float]:
+    """What a sparkline draws: nothing (a flat baseline) where every value is zero, since
+    Textual draws a lone value, zero included, as a full bar."""
+    return values if any(values) else []
 
 
 def duration(ms: Optional[float], happened: bool) -> str:
@@ -123,13 +130,18 @@ class StartupScreen(Screen):
         rates = list(model.call_rates)
         self.query_one("#calls-label", Static).update(
             Text(f"calls/s {units.sig(rates[-1]) if rates else units.MISSING}", style="dim"))
-        self.query_one("#calls-spark", Sparkline).data = rates or [0.0]
+        self.query_one("#calls-spark", Sparkline).data = spark_data(rates)
         series = compile_series(view.rows, view.totals.timed)
         top = max(series, default=0.0)
-        what = (f"compile/layer ≤{units.time_ms(top)}" if view.totals.timed
-                else f"compiles/layer ≤{top:.0f}")
+        if not what_logged(view.totals)[1] and view.totals.compile_ms is None:
+            what = f"compiles/layer: {NOT_LOGGED}"
+        elif not any(series):
+            what = "compiles/layer: none"
+        else:
+            what = (f"compile/layer ≤{units.time_ms(top)}" if view.totals.timed
+                    else f"compiles/layer ≤{top:.0f}")
         self.query_one("#compile-label", Static).update(Text(what, style="dim"))
-        self.query_one("#compile-spark", Sparkline).data = series or [0.0]
+        self.query_one("#compile-spark", Sparkline).data = spark_data(series)
         key = (view.rows, view.clock, view.more)
         if key != self._rows_key:
             self._rows_key = key
