@@ -146,6 +146,8 @@ class MiotuiApp(App):
         self._frozen_rows = 0
         self._share_told = 0.0
         self._lines_read = 0       # lines the last poll had read (the raw pane reads on when it grows)
+        #: the detail and first-iteration screens, made once and reopened
+        self._kept_screens: dict[str, Screen] = {}
         default_path = self.paths[0] if len(self.paths) == 1 else ""
         self.layers_screen = LayersScreen(self.model, follow=follow, default_path=default_path,
                                           sources=reader_summary(self.reader))
@@ -355,8 +357,20 @@ class MiotuiApp(App):
             handler(message.layer_id)
 
     def open_detail(self, layer_id: int) -> None:
-        if self.model.snapshot(layer_id) is not None:
+        """``enter``: the layer's detail, in the one detail screen kept for the app's life
+        (a new screen would compose and style its widgets again: 100+ ms on a busy host)."""
+        if self.model.snapshot(layer_id) is None:
+            return
+        detail = self._kept_screens.get("detail")
+        if detail is None:
+            detail = DetailScreen(self.model, layer_id)
+            self._kept_screens["detail"] = detail
+            self.install_screen(detail, "miotui-detail")
+        elif detail in self.screen_stack:       # already open below another screen: a second one
             self.push_screen(DetailScreen(self.model, layer_id))
+            return
+        detail.show_layer(layer_id)
+        self.push_screen(detail)
 
     def copy_command(self, layer_id: int) -> None:
         snap = self.model.snapshot(layer_id)
@@ -466,6 +480,8 @@ class MiotuiApp(App):
         self.post_message(RunEvent(req, kind, payload))
 
     def on_run_event(self, message: RunEvent) -> None:
+        if self._stopped:       # quitting: the screens are being taken down
+            return
         req = message.request
         if message.kind == "progress":
             self._tell_screens(req.layer_id)
@@ -581,9 +597,19 @@ class MiotuiApp(App):
             self.push_screen(UndecodedScreen(self.catalog))
 
     def action_startup(self) -> None:
-        """``i``: what the first iteration spent (updated live by the poller's startup view)."""
-        if not isinstance(self.screen, StartupScreen):
+        """``i``: what the first iteration spent (updated live by the poller's startup view),
+        in the one startup screen kept for the app's life (see :meth:`open_detail`)."""
+        if isinstance(self.screen, StartupScreen):
+            return
+        screen = self._kept_screens.get("startup")
+        if screen is None:
+            screen = StartupScreen(self.model, follow=self.follow_mode)
+            self._kept_screens["startup"] = screen
+            self.install_screen(screen, "miotui-startup")
+        elif screen in self.screen_stack:
             self.push_screen(StartupScreen(self.model, follow=self.follow_mode))
+            return
+        self.push_screen(screen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

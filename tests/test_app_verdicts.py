@@ -202,7 +202,7 @@ async def test_nothing_logged_is_not_logged_never_zero(tmp_path):
         rows = list(csv.DictReader(io.StringIO(await export(pilot, app, "csv", tmp_path / "out.csv"))))
         assert rows and {r["kernels_compiled"] for r in rows} == {""} and {r["kernels_from_cache"] for r in rows} == {""}
         await pilot.press("i")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready)
         title = plain(app.screen.query_one("#startup-title"))
         assert "kernels not logged" in title and "0 kernels" not in title
         assert "not logged" in plain(app.screen.query_one("#compile-label"))

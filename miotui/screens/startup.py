@@ -21,15 +21,18 @@ from typing import Any, Optional
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Sparkline, Static
+from textual.widgets import Sparkline, Static
 
 from miotui import units
 from miotui.screens.detail_view import NOT_LOGGED, t
 from miotui.screens.messages import StartupChanged
+from miotui.widgets.footer import KeyFooter
+from miotui.widgets.prerender import render_text
 from miotui.widgets.startup_model import (
     SPAN_CHARS,
     StartupView,
@@ -79,6 +82,7 @@ class StartupScreen(Screen):
         #: as fast as the disk goes): the sparkline shows then
         self.follow = follow
         self._rows_key: Any = None
+        self._timeline_key: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="startup-title")
@@ -93,12 +97,16 @@ class StartupScreen(Screen):
             with Horizontal(classes="spark-row"):
                 yield Static(id="compile-label", classes="spark-label")
                 yield Sparkline([], id="compile-spark")
-            yield Static(id="startup-timeline")
-        yield Footer()
+            yield Static(id="startup-timeline", classes="prerendered")
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_content()
         self.query_one("#startup-scroll").focus()
+
+    def on_screen_resume(self) -> None:
+        """Reopened (the app keeps this screen): what changed while it was away."""
+        self.refresh_content()
 
     def on_startup_changed(self, message: StartupChanged) -> None:
         message.stop()
@@ -142,10 +150,34 @@ class StartupScreen(Screen):
                     else f"compiles/layer ≤{top:.0f}")
         self.query_one("#compile-label", Static).update(Text(what, style="dim"))
         self.query_one("#compile-spark", Sparkline).data = spark_data(series)
-        key = (view.rows, view.clock, view.more)
+        screen_width = self.size.width or self.app.size.width
+        scroll = self.query_one("#startup-scroll")
+        width = max(20, screen_width - scroll.styles.gutter.width - scroll.styles.scrollbar_size_vertical)
+        key = (view.rows, view.clock, view.more, screen_width, width)
         if key != self._rows_key:
             self._rows_key = key
-            self.query_one("#startup-timeline", Static).update(self._timeline(view))
+            self._render_timeline(key, view, screen_width, width)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the timeline shows the latest view (its thread has delivered it)."""
+        return self._rows_key is not None and self._timeline_key is self._rows_key
+
+    @work(thread=True, exclusive=True, group="startup-timeline", exit_on_error=False)
+    def _render_timeline(self, key: Any, view: StartupView, screen_width: int, width: int) -> None:
+        """Worker thread: the timeline (up to 400 layers in a table) laid out ``width``
+        wide, so that ``i`` and the ten-a-second updates while MIOpen compiles never wait
+        for Rich to measure it on the UI thread."""
+        text = render_text(self._timeline(view, screen_width), width)
+        try:
+            self.app.call_from_thread(self._show_timeline, key, text)
+        except RuntimeError:
+            pass      # the app is closing
+
+    def _show_timeline(self, key: Any, text: Text) -> None:
+        if key is self._rows_key:
+            self.query_one("#startup-timeline", Static).update(text)
+            self._timeline_key = key
 
     def _notes(self, view: StartupView) -> Text:
         out = Text()
@@ -211,9 +243,10 @@ class StartupScreen(Screen):
             out.append(search_progress_text(p))
         return out
 
-    def _timeline(self, view: StartupView) -> Any:
+    @staticmethod
+    def _timeline(view: StartupView, screen_width: int) -> Any:
         id_width = max(2, len(str(max((r.layer_id for r in view.rows), default=1))))
-        free = (self.size.width or 80) - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
+        free = screen_width - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
         label = max(_LABEL_MIN, min(_LABEL_MAX, free - _BAR_MIN, max((len(r.label) for r in view.rows), default=0)))
         width = max(_BAR_MIN, free - label)
         legend = "  ".join(f"{c} {k}" for k, c in SPAN_CHARS.items())
