@@ -331,6 +331,9 @@ def bench_10k(tmp: str) -> list[dict]:
 # ---------------------------------------------------------------------- keys while following the demo
 
 KEYS_ROUNDS = 12
+#: (what, key, the screen that shows it) in the order pressed; then ``r``
+KEY_STEPS = (("enter", "enter", "DetailScreen"), ("escape (detail)", "escape", "LayersScreen"),
+             ("i", "i", "StartupScreen"), ("escape (i)", "escape", "LayersScreen"))
 
 
 class DisplayClock:
@@ -391,18 +394,10 @@ def keys_child(warmup: float, rounds: int) -> None:
             for i in range(rounds):
                 table.move_cursor_to(table.model.view[i % len(table.model.view)])
                 await pilot.pause(0.1)
-                res["enter"].append(await shown_after(app, "enter", "DetailScreen",
-                                                      lambda: type(app.screen).__name__ == "DetailScreen", clock))
-                await pilot.pause(0.2)
-                res["escape (detail)"].append(await shown_after(app, "escape", "LayersScreen",
-                                                                lambda: app.screen is app.layers_screen, clock))
-                await pilot.pause(0.2)
-                res["i"].append(await shown_after(app, "i", "StartupScreen",
-                                                  lambda: type(app.screen).__name__ == "StartupScreen", clock))
-                await pilot.pause(0.2)
-                res["escape (i)"].append(await shown_after(app, "escape", "LayersScreen",
-                                                           lambda: app.screen is app.layers_screen, clock))
-                await pilot.pause(0.2)
+                for name, key, screen in KEY_STEPS:
+                    res[name].append(await shown_after(app, key, screen,
+                                                       lambda s=screen: type(app.screen).__name__ == s, clock))
+                    await pilot.pause(0.2)
                 layer = table.cursor_id
                 res["r"].append(await shown_after(
                     app, "r", "LayersScreen",

@@ -53,6 +53,8 @@ from miotui.widgets.status_bar import StatusInfo, follow_state
 EVENT_SECONDS = 15.0
 #: Rows to arrive between two gc.freeze() calls (see MiotuiApp._freeze_long_lived).
 FREEZE_EVERY_ROWS = 1000
+#: The interpreter's thread switch interval while the app runs (see start_background)
+GIL_SWITCH_S = 0.0005
 #: Seconds between redraws of an open detail screen for a change of the log's GPU time
 #: total (its layer's share moves whenever any layer runs again)
 SHARE_REDRAW_S = 1.0
@@ -177,6 +179,10 @@ class MiotuiApp(App):
         if self._started or self._stopped:
             return
         self._started = True
+        # The reader, the poller and the layout threads are CPU-bound Python: each time the UI
+        # thread wakes (a key, a frame) it waits for the GIL up to the switch interval, 5 ms by
+        # default, and a frame wakes it dozens of times.  A shorter interval hands it over sooner.
+        sys.setswitchinterval(GIL_SWITCH_S)
         self.reader.start()
         self.poller.start()
 

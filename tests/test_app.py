@@ -461,7 +461,7 @@ async def test_run_chooser_all_backends_side_by_side(log):
         assert {"numpy", "numba", "torch"} <= {r.backend for r in results}
         assert all(r.problem.n == 1 and r.iterations == 2 for r in results if r.status == "ok")
         app.open_detail(5)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         runs = plain(app.screen.query_one("#detail-runs"))
         assert "median time per call" in runs and "torch" in runs
 

@@ -181,7 +181,9 @@ class DetailScreen(Screen):
             self._shown_layer = self.layer_id
             for selector in SECTIONS:
                 self._show(selector, Text())
-        self._render_sections(key, width, SectionInputs(
+        # after the next frame: the screen shows (title, command, state) before the layout
+        # thread competes with the UI thread for the interpreter
+        self.call_after_refresh(self._render_sections, key, width, SectionInputs(
             snap, runs.results(self.layer_id), runs.latest_by_backend(self.layer_id), history, state,
             model.layer_time(self.layer_id), model.startup.totals, tuple(searching), self.reference_bytes,
             model.job_env, model.job_pid, wide))

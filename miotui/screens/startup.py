@@ -156,7 +156,7 @@ class StartupScreen(Screen):
         key = (view.rows, view.clock, view.more, screen_width, width)
         if key != self._rows_key:
             self._rows_key = key
-            self._render_timeline(key, view, screen_width, width)
+            self.call_after_refresh(self._render_timeline, key, view, screen_width, width)   # after the frame
 
     @property
     def ready(self) -> bool:
