@@ -144,6 +144,7 @@ class MiotuiApp(App):
         self._run_workers: dict[int, Any] = {}
         self._stopped = False
         self._started = False
+        self._switch_interval: Optional[float] = None
         self.polls = 0
         self._frozen_rows = 0
         self._share_told = 0.0
@@ -182,6 +183,7 @@ class MiotuiApp(App):
         # The reader, the poller and the layout threads are CPU-bound Python: each time the UI
         # thread wakes (a key, a frame) it waits for the GIL up to the switch interval, 5 ms by
         # default, and a frame wakes it dozens of times.  A shorter interval hands it over sooner.
+        self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(GIL_SWITCH_S)
         self.reader.start()
         self.poller.start()
@@ -191,6 +193,8 @@ class MiotuiApp(App):
         if self._stopped:
             return
         self._stopped = True
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)     # as it was before the app started
         self.runs.clear()
         for worker in self._run_workers.values():
             worker.cancel()
