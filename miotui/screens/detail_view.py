@@ -15,7 +15,15 @@ from rich.table import Table
 from rich.text import Text
 
 from miotui import units
-from miotui.run_summary import driver_comparison, noise_warning, settings_text, severity, status_text, verdict_of
+from miotui.run_summary import (
+    driver_comparison,
+    noise_warning,
+    rate_arithmetic,
+    settings_text,
+    severity,
+    status_text,
+    verdict_of,
+)
 from miotui.safe_text import visible
 from miotui.timing import HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
@@ -269,7 +277,7 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, n
         line = Text(f"{visible(r.backend)}: ", style="bold")
         parts = [status_text(r) if verdict != "ok" else "",
                  f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
-                 r.engine, f"compared against: {r.reference}" if r.reference else "",
+                 rate_arithmetic(r), r.engine, f"compared against: {r.reference}" if r.reference else "",
                  r.message if verdict == "ok" else "", r.note, v.how if v else "",
                  f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
         line.append(t("; ".join(p.rstrip(". ") for p in parts if p)))

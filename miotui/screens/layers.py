@@ -15,10 +15,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, Tab, Tabs
+from textual.widgets import Input, Static, Tab, Tabs
 
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, ViewChanged
+from miotui.widgets.footer import KeyFooter
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_pane import LogPane
 from miotui.widgets.status_bar import StatusBar
@@ -97,7 +98,7 @@ class LayersScreen(Screen):
         yield Input(placeholder="filter: text, or op:conv dir:wrw dtype:fp16 n:>=64 exec:>100 "
                                 "(enter: keep, escape: clear)", id="filter")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.table

@@ -109,7 +109,7 @@ def follow_state(data: Any, follow_mode: bool, table_follows: bool) -> str:
 
 
 def files_text(files: Sequence[Any]) -> str:
-    """``8 files · 8.20 MB/s · rank3 1.00 MB/s, 90.0 MiB behind · 1 waiting for a writer (rank7) ·
+    """``8 files · 8.20 MB/s · rank3 1.00 MB/s, 94.4 MB behind · 1 waiting for a writer (rank7) ·
     rank0 1.02 MB/s, rank1 ...``."""
     return " · ".join(text for text, _ in files_parts(files))
 
