@@ -126,19 +126,33 @@ def open_source(path: str) -> BinaryIO:
 def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 << 20) -> None:
     """Read a binary stream to its end into ``catalog``; a read error keeps what was decoded
     and is recorded as an undecoded record saying where the input broke."""
-    scanner = LogScanner(catalog, file)
+    scanner = None
     while True:
         try:
             data = stream.read(chunk_size)
         except (EOFError, zlib.error, OSError) as e:
+            scanner = scanner or LogScanner(catalog, file)
             scanner.finish()
             with catalog.lock:
                 catalog.add_undecoded(scanner.line_no + 1, f"input could not be read further: {e}", "", file)
             return
         if not data:
             break
+        if scanner is None:
+            scanner = scanner_for(data, catalog, file)
         scanner.feed(data)
-    scanner.finish()
+    (scanner or LogScanner(catalog, file)).finish()
+
+
+def scanner_for(head: bytes, catalog: Catalog, file: str = ""):
+    """The scanner of the log format ``head`` (a log's first bytes) is in: cuDNN's where it
+    holds a cuDNN record or cudnn-frontend line, else MIOpen's.
+    FORMAT DISPATCH (issue 21): the one place a format is chosen, until issue 20's
+    ``miotui.formats.FORMATS`` registry replaces this function."""
+    from miotui.formats.cudnn import CudnnScanner, looks_like_cudnn
+    if looks_like_cudnn(head):
+        return CudnnScanner(catalog, file)
+    return LogScanner(catalog, file)
 
 
 def decode_path(catalog: Catalog, path: str, file: str) -> None:

@@ -1,0 +1,13 @@
+"""NVIDIA cuDNN logs: the API log (``CUDNN_LOGLEVEL_DBG=3``, cuDNN 7-9, every public form)
+and the cudnn-frontend log, decoded into the same problems as MIOpen's logs.
+
+``CudnnScanner`` has the MIOpen scanner's ``feed``/``finish`` and writes to the same
+catalog; ``looks_like_cudnn`` says whether a log's first bytes are cuDNN's.  Issue 20's
+``FORMATS`` registry is to list this package by ``NAME``.
+"""
+
+from miotui.formats.cudnn.scanner import CudnnScanner, CudnnStats, decode_cudnn_bytes, looks_like_cudnn
+
+NAME = "cudnn"
+
+__all__ = ["NAME", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes", "looks_like_cudnn"]
