@@ -9,7 +9,10 @@ is named so a reader knows what the number is:
   of the solution each execution used;
 * ``find``: the chosen solution's time when it was found (``Chosen Algorithm``,
   ``EvaluateInvokers ... Selected``, the fastest entry of a Find-Db record);
-* ``driver``: the kernel time MIOpenDriver printed for the layer in the log.
+* ``driver``: the kernel time MIOpenDriver printed for the layer in the log;
+* ``profiler``: the GPU's own kernel times from a PyTorch profiler trace (``miotui.formats.
+  torch_profiler``), summed over the kernels each of the layer's calls launched: measured,
+  not estimated, so it comes first.
 
 The first source present wins, in that order.  Total = time per call x executions;
 a layer that was never executed (only found or mentioned) has no total.  Share = total over
@@ -24,7 +27,8 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 #: (source name, the annotation holding it), best first
-TIME_SOURCES = (("perf_log", "perf_time_ms"), ("execution_log", "find_db_time_ms"), ("find", "solver_time_ms"),
+TIME_SOURCES = (("profiler", "profiler_time_ms"), ("perf_log", "perf_time_ms"), ("execution_log", "find_db_time_ms"),
+                ("find", "solver_time_ms"),
                 ("driver", "driver_kernel_ms"))
 
 #: how to make MIOpen log times, for a layer that has none
@@ -47,6 +51,23 @@ class LayerTime:
 
 
 NO_TIME = LayerTime()
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """A trace's GPU kernel time in all and the part its layers claim (``Catalog.kernel_time``)."""
+
+    total_ms: float
+    attributed_ms: float
+    kernels: int
+
+    def __add__(self, other: KernelTime) -> KernelTime:
+        return KernelTime(self.total_ms + other.total_ms, self.attributed_ms + other.attributed_ms,
+                          self.kernels + other.kernels)
+
+    @property
+    def share(self) -> float:
+        return self.attributed_ms / self.total_ms if self.total_ms > 0 else 0.0
 
 
 @dataclass(frozen=True)
