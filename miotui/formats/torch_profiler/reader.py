@@ -51,6 +51,7 @@ class EventReader:
         self.header = ""
         self.events = 0
         self.error: Optional[str] = None
+        self.error_line = 0
 
     @property
     def line_no(self) -> int:
@@ -73,7 +74,9 @@ class EventReader:
             self._break("the trace ends inside its event array (a profile cut short?)")
 
     def _break(self, why: str) -> None:
-        self.error = f"line {self.line_no}: {why}"
+        self.error_line = self.line_no
+        self.error = f"line {self.error_line}: {why}"
+        self._line = self.error_line
         self._state = "broken"
         self._buf = ""
         self._pos = 0
@@ -100,8 +103,9 @@ class EventReader:
                 event, end = decode(buf, pos)
             except json.JSONDecodeError as e:
                 self._pos = pos
-                if final or len(buf) - pos > EVENT_CHARS:
-                    self._advance()
+                if final and not buf[e.pos:].strip():
+                    self._break("the trace ends inside an event (a profile cut short?)")
+                elif final or len(buf) - pos > EVENT_CHARS:
                     self._break(f"the trace's JSON breaks here ({e.msg}); the events after it are not read")
                 return
             if type(event) is dict:

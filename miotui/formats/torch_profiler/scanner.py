@@ -87,7 +87,7 @@ class TraceScanner:
             self._reader.finish()
             reader = self._reader
             if reader.error is not None:
-                self.catalog.add_undecoded(reader.line_no, f"PyTorch profiler trace: {reader.error}", "", self.file)
+                self.catalog.add_undecoded(reader.error_line, f"PyTorch profiler trace: {reader.error}", "", self.file)
             self._header(reader.header)
             self._attribute()
             stats = self.stats
@@ -196,8 +196,10 @@ class TraceScanner:
                 notes += [("profiler_time_ms", f"{us / calls / 1000:.6g}"), ("profiler_total_ms", f"{us / 1000:.6g}"),
                           ("profiler_kernels", f"{kernels} kernels in {calls} calls")]
             if pairs:
-                notes.append(("profiler_pair_ms", f"{pair_us / pairs / 1000:.6g} ms per call for backward data and "
-                              f"weights together ({pairs} calls): the kernels' names do not say which is which"))
+                notes += [("profiler_pair_ms", f"{pair_us / pairs / 1000:.6g}"),
+                          ("profiler_pair_total_ms", f"{pair_us / 1000:.6g}"),
+                          ("profiler_pair", f"{pairs} calls timed as a pair: backward data and weights together "
+                                            f"(the kernels' names do not say which is which)")]
             for name, value in notes:
                 self.catalog.annotate(row, name, value)
         self.catalog.kernel_time["profiler"] = KernelTime(
