@@ -153,6 +153,8 @@ class Catalog:
         self.startup = StartupLedger()
         #: GPU kernel time a trace measured, by time source (``profiler``): in all and under layers
         self.kernel_time: dict[str, KernelTime] = {}
+        #: what joining a trace to the log found, one line per trace (``logs.sources.join_traces``)
+        self.joined: list[str] = []
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -320,6 +322,7 @@ class Catalog:
             self.lines += later.lines
             self.bytes += later.bytes
             self.startup.merge(later.startup, ids)
+            self.joined += later.joined
             for source, kernel_time in later.kernel_time.items():
                 mine = self.kernel_time.get(source)
                 self.kernel_time[source] = kernel_time if mine is None else mine + kernel_time

@@ -28,7 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Optional, Sequence
 
 from miotui.catalog import Catalog
-from miotui.logs.sources import decode_path, decode_paths, source_label
+from miotui.logs.sources import decode_path, decode_paths, join_traces, source_label, split_traces
 
 
 def worker_count(paths: Sequence[str], jobs: Optional[int] = None) -> int:
@@ -60,6 +60,12 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
     """Decode whole files (or stdin) into one catalog, several files at once when there are
     several files and cores (``jobs``: at most this many processes; None: the cores); the
     catalog is the one ``decode_paths`` gives.  Raises OSError for an unreadable path."""
+    if len(paths) > 1:
+        logs, traces = split_traces(paths)
+        if logs and traces:   # the trace's times go to the logs' layers
+            catalog = decode_files(logs, jobs)
+            catalog.joined = join_traces(catalog, traces)
+            return catalog
     workers = worker_count(paths, jobs)
     if workers > 1 and separable(paths):
         catalog = _decode_apart(paths, workers)

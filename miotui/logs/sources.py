@@ -22,6 +22,8 @@ _GZ_IN = 64 * 1024
 _GZ_OUT = 1 << 20
 #: compressed bytes fed at a time when recovering the data before a damaged spot
 _SALVAGE_STEP = 64
+#: bytes read from a file to tell a profiler trace from a log
+_TRACE_HEAD = 256 * 1024
 
 
 class GzipStream:
@@ -170,6 +172,39 @@ def decode_path(catalog: Catalog, path: str, file: str) -> None:
             stream.close()
 
 
+def split_traces(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(logs, PyTorch profiler traces) among ``paths``, each told by its first bytes (stdin is
+    a log).  FORMAT DISPATCH (issue 23): a trace beside a log gives the log's layers their
+    times rather than layers of its own."""
+    from miotui.formats.torch_profiler import looks_like_trace
+    logs, traces = [], []
+    for path in paths:
+        head = b""
+        if path != "-":
+            stream = open_source(path)
+            try:
+                head = stream.read(_TRACE_HEAD)
+            except (EOFError, zlib.error, OSError):
+                head = b""
+            finally:
+                stream.close()
+        (traces if looks_like_trace(head) else logs).append(path)
+    return logs, traces
+
+
+def join_traces(catalog: Catalog, traces: list[str]) -> list[str]:
+    """Each trace decoded on its own and its layer times given to ``catalog``'s layers of the
+    same identity (``miotui.formats.torch_profiler.join``); one line per trace saying what
+    matched."""
+    from miotui.formats.torch_profiler.join import join_trace
+    lines = []
+    for path in traces:
+        trace = Catalog()
+        decode_path(trace, path, path)
+        lines.append(f"{path}: {join_trace(catalog, trace, path).line()}")
+    return lines
+
+
 def source_label(path: str, paths: list[str]) -> str:
     """The file name rows are labelled with: none when there is one path."""
     return "" if len(paths) == 1 else path
@@ -180,6 +215,10 @@ def decode_paths(paths: list[str], catalog: Optional[Catalog] = None) -> Catalog
     for an unreadable path.  (``miotui.logs.parallel`` decodes several files at once into
     the same catalog.)"""
     catalog = catalog if catalog is not None else Catalog()
-    for path in paths:
-        decode_path(catalog, path, source_label(path, paths))
+    logs, traces = split_traces(paths) if len(paths) > 1 else (paths, [])
+    if not logs:
+        logs, traces = traces, []
+    for path in logs:
+        decode_path(catalog, path, source_label(path, logs))
+    catalog.joined = join_traces(catalog, traces)
     return catalog
