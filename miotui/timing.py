@@ -12,7 +12,9 @@ is named so a reader knows what the number is:
 * ``driver``: the kernel time MIOpenDriver printed for the layer in the log;
 * ``profiler``: the GPU's own kernel times from a PyTorch profiler trace (``miotui.formats.
   torch_profiler``), summed over the kernels each of the layer's calls launched: measured,
-  not estimated, so it comes first.
+  not estimated, so it comes first;
+* ``rocprof``: rocprofv3's kernel times, given to the log's calls by their order
+  (``miotui.formats.rocprof``): measured, but the join is by order, not by a link.
 
 The first source present wins, in that order.  Total = time per call x executions;
 a layer that was never executed (only found or mentioned) has no total.  Share = total over
@@ -27,9 +29,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional, Sequence
 
 #: (source name, the annotation holding it), best first
-TIME_SOURCES = (("profiler", "profiler_time_ms"), ("perf_log", "perf_time_ms"), ("execution_log", "find_db_time_ms"),
-                ("find", "solver_time_ms"),
-                ("driver", "driver_kernel_ms"))
+TIME_SOURCES = (("profiler", "profiler_time_ms"), ("rocprof", "rocprof_time_ms"), ("perf_log", "perf_time_ms"),
+                ("execution_log", "find_db_time_ms"), ("find", "solver_time_ms"), ("driver", "driver_kernel_ms"))
 
 #: how to make MIOpen log times, for a layer that has none
 HOW_TO_TIME = ("no time in the log: MIOPEN_LOG_LEVEL=5 logs each Find's chosen time and, since 2026, "
@@ -149,13 +150,14 @@ def time_summary(times: dict[int, LayerTime]) -> TimeSummary:
 def measured_line(layers: Sequence, kernel_time: Mapping[str, KernelTime]) -> str:
     """Where a trace's times went (``profiler: 20 of 20 conv layers timed, 95% of the trace's
     GPU kernel time attributed to layers``); "" without a trace."""
-    measured = kernel_time.get("profiler")
-    if measured is None:
-        return ""
     convs = [layer for layer in layers if layer.problem.op == "conv"]
-    timed = sum(1 for layer in convs if per_call_time(layer.annotations)[1] == "profiler")
-    paired = sum(1 for layer in convs if layer.annotation("profiler_pair_ms")
-                 and per_call_time(layer.annotations)[1] != "profiler")
-    pairs = f" ({paired} more timed only as backward data+weights pairs)" if paired else ""
-    return (f"profiler: {timed} of {len(convs)} conv layers timed{pairs}, {100 * measured.share:.0f}% of the "
-            f"trace's GPU kernel time ({measured.total_ms:.3g} ms in {measured.kernels} kernels) attributed to layers")
+    parts = []
+    for source, measured in kernel_time.items():
+        timed = sum(1 for layer in convs if per_call_time(layer.annotations)[1] == source)
+        paired = sum(1 for layer in convs if layer.annotation(f"{source}_pair_ms")
+                     and per_call_time(layer.annotations)[1] != source)
+        pairs = f" ({paired} more timed only as backward data+weights pairs)" if paired else ""
+        parts.append(f"{source}: {timed} of {len(convs)} conv layers timed{pairs}, {100 * measured.share:.0f}% of "
+                     f"the trace's GPU kernel time ({measured.total_ms:.3g} ms in {measured.kernels} kernels) "
+                     "attributed to layers")
+    return "; ".join(parts)

@@ -28,7 +28,14 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Optional, Sequence
 
 from miotui.catalog import Catalog
-from miotui.logs.sources import decode_path, decode_paths, join_traces, source_label, split_traces
+from miotui.logs.sources import (
+    decode_path,
+    decode_paths,
+    decode_with_traces,
+    join_traces,
+    source_label,
+    split_traces,
+)
 
 
 def worker_count(paths: Sequence[str], jobs: Optional[int] = None) -> int:
@@ -61,7 +68,9 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
     several files and cores (``jobs``: at most this many processes; None: the cores); the
     catalog is the one ``decode_paths`` gives.  Raises OSError for an unreadable path."""
     if len(paths) > 1:
-        logs, traces = split_traces(paths)
+        logs, traces, kernel_traces = split_traces(paths)
+        if logs and kernel_traces:   # joined by the order of calls: decoded in order, keeping it
+            return decode_with_traces(paths)
         if logs and traces:   # the trace's times go to the logs' layers
             catalog = decode_files(logs, jobs)
             catalog.joined = join_traces(catalog, traces)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import zlib
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.logs.scan import LogScanner
@@ -24,6 +24,8 @@ _GZ_OUT = 1 << 20
 _SALVAGE_STEP = 64
 #: bytes read from a file to tell a profiler trace from a log
 _TRACE_HEAD = 256 * 1024
+#: the largest kernel trace joined (its rows are held to be sorted by time)
+KERNEL_TRACE_BYTES = 1 << 30
 
 
 class GzipStream:
@@ -172,12 +174,13 @@ def decode_path(catalog: Catalog, path: str, file: str) -> None:
             stream.close()
 
 
-def split_traces(paths: list[str]) -> tuple[list[str], list[str]]:
-    """(logs, PyTorch profiler traces) among ``paths``, each told by its first bytes (stdin is
-    a log).  FORMAT DISPATCH (issue 23): a trace beside a log gives the log's layers their
-    times rather than layers of its own."""
+def split_traces(paths: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(logs, PyTorch profiler traces, rocprofv3 kernel traces) among ``paths``, each told by
+    its first bytes (stdin is a log).  FORMAT DISPATCH (issue 23): a trace beside a log gives
+    the log's layers their times rather than layers of its own."""
+    from miotui.formats.rocprof import looks_like_kernel_trace
     from miotui.formats.torch_profiler import looks_like_trace
-    logs, traces = [], []
+    logs, traces, kernel_traces = [], [], []
     for path in paths:
         head = b""
         if path != "-":
@@ -188,21 +191,57 @@ def split_traces(paths: list[str]) -> tuple[list[str], list[str]]:
                 head = b""
             finally:
                 stream.close()
-        (traces if looks_like_trace(head) else logs).append(path)
-    return logs, traces
+        kind = traces if looks_like_trace(head) else kernel_traces if looks_like_kernel_trace(head) else logs
+        kind.append(path)
+    return logs, traces, kernel_traces
 
 
-def join_traces(catalog: Catalog, traces: list[str]) -> list[str]:
+def join_traces(catalog: Catalog, traces: list[str], kernel_traces: Sequence[str] = ()) -> list[str]:
     """Each trace decoded on its own and its layer times given to ``catalog``'s layers of the
-    same identity (``miotui.formats.torch_profiler.join``); one line per trace saying what
-    matched."""
+    same identity (``miotui.formats.torch_profiler.join``); each rocprofv3 kernel trace joined
+    by the order of calls (``catalog`` a ``CallOrder``: ``miotui.formats.rocprof.join``); one
+    line per trace saying what matched."""
+    from miotui.formats.rocprof import CallOrder, KernelTraceError, join_kernel_trace, read_kernel_trace
     from miotui.formats.torch_profiler.join import join_trace
     lines = []
     for path in traces:
         trace = Catalog()
         decode_path(trace, path, path)
         lines.append(f"{path}: {join_trace(catalog, trace, path).line()}")
+    for path in kernel_traces:
+        stream = open_source(path)
+        try:
+            text = stream.read(KERNEL_TRACE_BYTES + 1)
+        finally:
+            stream.close()
+        problems: list = []
+        try:
+            if len(text) > KERNEL_TRACE_BYTES:
+                raise KernelTraceError(f"larger than {KERNEL_TRACE_BYTES >> 20} MiB: not joined")
+            if not isinstance(catalog, CallOrder):
+                raise KernelTraceError("no MIOpen log beside it to join to")
+            dispatches = list(read_kernel_trace(text.decode("utf-8", "replace"), problems))
+        except KernelTraceError as e:
+            catalog.add_undecoded(1, f"rocprofv3 kernel trace: {e}", "", path)
+            continue
+        for line, reason in problems:
+            catalog.add_undecoded(line, reason, "", path)
+        lines.append(f"{path}: {join_kernel_trace(catalog, dispatches, path).line()}")
     return lines
+
+
+def decode_with_traces(paths: list[str]) -> Optional[Catalog]:
+    """The catalog of logs decoded with the traces among ``paths`` joined to them; None when
+    the paths are not logs and traces together (then they decode as they are)."""
+    from miotui.formats.rocprof import CallOrder
+    logs, traces, kernel_traces = split_traces(paths)
+    if not logs or not (traces or kernel_traces):
+        return None
+    catalog = CallOrder() if kernel_traces else Catalog()
+    for path in logs:
+        decode_path(catalog, path, source_label(path, logs))
+    catalog.joined = join_traces(catalog, traces, kernel_traces)
+    return catalog
 
 
 def source_label(path: str, paths: list[str]) -> str:
@@ -214,11 +253,11 @@ def decode_paths(paths: list[str], catalog: Optional[Catalog] = None) -> Catalog
     """Decode whole files (or stdin) into one catalog, one after the other; raises OSError
     for an unreadable path.  (``miotui.logs.parallel`` decodes several files at once into
     the same catalog.)"""
+    if catalog is None and len(paths) > 1:
+        joined = decode_with_traces(paths)
+        if joined is not None:
+            return joined
     catalog = catalog if catalog is not None else Catalog()
-    logs, traces = split_traces(paths) if len(paths) > 1 else (paths, [])
-    if not logs:
-        logs, traces = traces, []
-    for path in logs:
-        decode_path(catalog, path, source_label(path, logs))
-    catalog.joined = join_traces(catalog, traces)
+    for path in paths:
+        decode_path(catalog, path, source_label(path, paths))
     return catalog
