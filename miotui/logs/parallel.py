@@ -69,7 +69,7 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
     catalog is the one ``decode_paths`` gives.  Raises OSError for an unreadable path."""
     if len(paths) > 1:
         logs, traces, kernel_traces = split_traces(paths)
-        if logs and kernel_traces:   # joined by the order of calls: decoded in order, keeping it
+        if kernel_traces:   # joined by the order of calls: decoded in order, keeping it
             return decode_with_traces(paths)
         if logs and traces:   # the trace's times go to the logs' layers
             catalog = decode_files(logs, jobs)

@@ -24,6 +24,8 @@ _GZ_OUT = 1 << 20
 _SALVAGE_STEP = 64
 #: bytes read from a file to tell a profiler trace from a log
 _TRACE_HEAD = 256 * 1024
+NO_LOG_FOR_KERNEL_TRACE = ("a rocprofv3 kernel trace names no layers: decode it with the MIOpen log of the same "
+                           "run (miotui decode run.log kernel_trace.csv)")
 #: the largest kernel trace joined (its rows are held to be sorted by time)
 KERNEL_TRACE_BYTES = 1 << 30
 
@@ -235,6 +237,11 @@ def decode_with_traces(paths: list[str]) -> Optional[Catalog]:
     the paths are not logs and traces together (then they decode as they are)."""
     from miotui.formats.rocprof import CallOrder
     logs, traces, kernel_traces = split_traces(paths)
+    if kernel_traces and not logs:   # nothing to join to: said, never an empty table without a word
+        catalog = decode_paths(traces) if traces else Catalog()
+        for path in kernel_traces:
+            catalog.add_undecoded(1, NO_LOG_FOR_KERNEL_TRACE, "", path)
+        return catalog
     if not logs or not (traces or kernel_traces):
         return None
     catalog = CallOrder() if kernel_traces else Catalog()
@@ -253,7 +260,7 @@ def decode_paths(paths: list[str], catalog: Optional[Catalog] = None) -> Catalog
     """Decode whole files (or stdin) into one catalog, one after the other; raises OSError
     for an unreadable path.  (``miotui.logs.parallel`` decodes several files at once into
     the same catalog.)"""
-    if catalog is None and len(paths) > 1:
+    if catalog is None and paths != ["-"]:
         joined = decode_with_traces(paths)
         if joined is not None:
             return joined
