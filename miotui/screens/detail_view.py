@@ -37,6 +37,7 @@ SOURCE_LABELS = {
     "find": "the Find: the time it measured for the chosen solution",
     "driver": "MIOpenDriver's kernel time, printed in the log",
     "profiler": "a PyTorch profiler trace: the GPU's own time of the kernels the layer's calls launched",
+    "rocprof": "a rocprofv3 kernel trace: kernel times given to the log's calls by their order",
 }
 _FIND_DB = {"hit": "hit: the Find was answered from the Find-Db",
             "miss": "miss: the Find measured the solvers (Find-db regenerating)"}
