@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
 from miotui.formats.torch_profiler import TraceScanner, decode_trace_bytes, looks_like_trace
@@ -217,3 +220,36 @@ def test_decode_picks_the_trace_format_by_content(tmp_path):
     catalog = decode_paths([str(path)])
     assert len(catalog) == 54 and "profiler" in catalog.kernel_time
     assert isinstance(TraceScanner(Catalog()), TraceScanner)
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 1 << 40) | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=12)
+_OPS = st.sampled_from(["aten::cudnn_convolution", "aten::convolution_backward", "aten::cudnn_batch_norm",
+                        "aten::max_pool2d_with_indices", "aten::relu_", "aten::_softmax", "aten::native_layer_norm",
+                        "aten::avg_pool2d_backward", "cudaLaunchKernel"])
+
+
+@st.composite
+def _hostile_event(draw) -> dict:
+    """A trace event with any JSON where the profiler writes numbers, lists and text."""
+    args = {"Input Dims": draw(st.one_of(_JSON, st.lists(st.lists(st.integers(-2, 300), max_size=5), max_size=4))),
+            "Input Strides": draw(_JSON), "Input type": draw(st.one_of(_JSON, st.just(["float", "c10::Half"]))),
+            "Concrete Inputs": draw(st.one_of(_JSON, st.lists(st.sampled_from(["", "[1, 1]", "1", "True", "x", "[]",
+                                                                              "[True, True, False]"]), max_size=11))),
+            "correlation": draw(st.one_of(st.integers(0, 3), _JSON))}
+    return {"ph": "X", "cat": draw(st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "cuda_driver"])),
+            "name": draw(_OPS), "pid": draw(st.one_of(st.integers(0, 2), _JSON)), "tid": draw(_JSON),
+            "ts": draw(st.one_of(st.floats(), st.integers(0, 10), _JSON)),
+            "dur": draw(st.one_of(st.floats(), st.integers(0, 10), _JSON)), "args": draw(st.one_of(st.just(args), _JSON))}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_hostile_event(), max_size=12))
+def test_hostile_events_never_crash_and_all_kernel_time_is_accounted(events):
+    text = json.dumps({"traceEvents": events}, allow_nan=True).encode()
+    scanner = decode_trace_bytes(text, chunk=97)
+    stats = scanner.stats
+    claimed = stats.layer_us + stats.pair_us + stats.free_us + stats.orphan_us + stats.unread_us
+    if all(math.isfinite(v) for v in (claimed, stats.kernel_us)):
+        assert claimed == pytest.approx(stats.kernel_us)

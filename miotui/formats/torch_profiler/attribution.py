@@ -60,7 +60,7 @@ class Split:
 def split_backward(kernels: list) -> Split:
     """A backward op's kernels (in launch order) shared out between its data and weights
     gradients (see the module's docstring)."""
-    kernels = sorted(kernels)
+    kernels = sorted(kernels, key=lambda k: k[0])
     sides = [side for _, _, side in kernels]
     total = sum(us for _, us, _ in kernels)
     if "data" not in sides or "weights" not in sides:
@@ -87,7 +87,7 @@ class Attribution:
     def launch(self, correlation: int, thread: tuple, ts: float) -> None:
         self.launches[correlation] = (thread, ts)
 
-    def kernel(self, correlation: int, us: float, name: str) -> None:
+    def kernel(self, correlation: Optional[int], us: float, name: str) -> None:
         side = self._sides.get(name, "?")
         if side == "?":
             side = self._sides[name] = kernel_side(name)

@@ -112,17 +112,19 @@ class TraceScanner:
         if cat == "kernel":
             args = event.get("args")
             dur = event.get("dur")
-            if isinstance(args, dict) and isinstance(dur, (int, float)):
+            if isinstance(args, dict) and _number(dur):
                 self._keep()
-                self.join.kernel(args.get("correlation", -1), float(dur), str(event.get("name", "")))
+                correlation = args.get("correlation")
+                self.join.kernel(correlation if type(correlation) is int else None, float(dur),
+                                 str(event.get("name", ""))[:4096])
                 self.stats.kernels += 1
                 self.stats.kernel_us += float(dur)
         elif cat in LAUNCH_CATEGORIES:
             args = event.get("args")
             ts = event.get("ts")
-            if isinstance(args, dict) and "correlation" in args and isinstance(ts, (int, float)):
+            if isinstance(args, dict) and type(args.get("correlation")) is int and _number(ts):
                 self._keep()
-                self.join.launch(args["correlation"], (event.get("pid"), event.get("tid")), float(ts))
+                self.join.launch(args["correlation"], _thread(event), float(ts))
         elif cat == "cpu_op":
             name = event.get("name")
             if name in LAYER_OPS:
@@ -138,14 +140,14 @@ class TraceScanner:
     def _layer_op(self, name: str, event: dict, line: int) -> None:
         args = event.get("args")
         ts, dur = event.get("ts"), event.get("dur")
-        if not isinstance(args, dict) or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        if not isinstance(args, dict) or not _number(ts) or not _number(dur):
             self.catalog.add_undecoded(line, f"{name}: an op event without its time span or arguments",
                                        name, self.file)
             return
-        thread = (event.get("pid"), event.get("tid"))
+        thread = _thread(event)
         try:
             layers = op_layers(name, args)
-        except OpError as e:
+        except (OpError, ValueError, TypeError, OverflowError) as e:   # hostile values: said, never a crash
             self.stats.unread[name] += 1
             self.join.calls.append(OpCall(thread, float(ts), float(ts + dur), []))
             self.catalog.add_undecoded(line, f"{name}: {e}", _op_text(name, args), self.file)
@@ -204,6 +206,17 @@ class TraceScanner:
                 self.catalog.annotate(row, name, value)
         self.catalog.kernel_time["profiler"] = KernelTime(
             stats.kernel_us / 1000, (stats.layer_us + stats.pair_us) / 1000, stats.kernels)
+
+
+def _number(value: object) -> bool:
+    """A finite JSON number (not a bool, which is an int to Python)."""
+    return type(value) in (int, float) and value == value and abs(value) != float("inf")
+
+
+def _thread(event: dict) -> tuple:
+    """The (process, thread) an event ran on, as hashable text whatever JSON the trace put there."""
+    pid, tid = event.get("pid"), event.get("tid")
+    return (pid if type(pid) in (int, str) else str(pid)[:64], tid if type(tid) in (int, str) else str(tid)[:64])
 
 
 def _op_text(name: str, args: dict) -> str:
