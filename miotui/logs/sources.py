@@ -27,7 +27,7 @@ _TRACE_HEAD = 256 * 1024
 NO_LOG_FOR_KERNEL_TRACE = ("a rocprofv3 kernel trace names no layers: decode it with the MIOpen log of the same "
                            "run (miotui decode run.log kernel_trace.csv)")
 #: the largest kernel trace joined (its rows are held to be sorted by time)
-KERNEL_TRACE_BYTES = 1 << 30
+KERNEL_TRACE_BYTES = 256 << 20
 
 
 class GzipStream:
