@@ -253,3 +253,39 @@ def test_hostile_events_never_crash_and_all_kernel_time_is_accounted(events):
     claimed = stats.layer_us + stats.pair_us + stats.free_us + stats.orphan_us + stats.unread_us
     if all(math.isfinite(v) for v in (claimed, stats.kernel_us)):
         assert claimed == pytest.approx(stats.kernel_us)
+
+
+def _op(name: str, ext: int, ts: float, dur: float, dims: list, concrete: list, types=None) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 7, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"External id": ext, "Input Dims": dims, "Input Strides": [[] for _ in dims],
+                     "Input type": types or ["float"] * len(dims), "Concrete Inputs": concrete}}
+
+
+def _launch(ts: float, correlation: int, kernel: str, us: float) -> list[dict]:
+    return [{"ph": "X", "cat": "cuda_runtime", "name": "hipExtModuleLaunchKernel", "pid": 7, "tid": 7, "ts": ts,
+             "dur": 1, "args": {"correlation": correlation}},
+            {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 1, "ts": ts + 5, "dur": us,
+             "args": {"correlation": correlation}}]
+
+
+def test_a_rocm_trace_reads_miopen_ops_and_splits_by_miopen_kernel_names():
+    """A ROCm trace's shape (no real one could be made here): ``aten::miopen_convolution`` with
+    its bias slot, HIP launches, MIOpen's kernel names; built from PyTorch's op schemas."""
+    x, w = [8, 16, 32, 32], [32, 16, 3, 3]
+    events = [_op("aten::miopen_convolution", 1, 0, 100, [x, w, [], [], [], [], [], [], []],
+                  ["", "", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False", "False"]),
+              *_launch(10, 1, "igemm_fwd_gtcx_nchw_fp32_bx0_ex1_bt128x128x16", 30.0),
+              _op("aten::convolution_backward", 2, 200, 100, [[8, 32, 16, 16], x, w, [], [], [], [], [], [], [], []],
+                  ["", "", "", "[0]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, False]"]),
+              *_launch(210, 2, "batched_transpose_32x32_dword", 2.0),
+              *_launch(220, 3, "igemm_bwd_gtcx_nchw_fp32_bx0_ex1", 40.0),
+              *_launch(230, 4, "batched_transpose_32x32_dword", 3.0),
+              *_launch(240, 5, "igemm_wrw_gtcx_nchw_fp32_bx0_ex1", 50.0)]
+    scanner = decode_trace_bytes(json.dumps({"traceEvents": events}).encode())
+    by_dir = {layer.problem.direction: layer for layer in scanner.catalog.layers()}
+    fwd = by_dir["fwd"].problem
+    assert (fwd.pads, fwd.strides, fwd.k, fwd.c) == ((1, 1), (2, 2), 32, 16)
+    assert by_dir["fwd"].annotation("profiler_time_ms") == "0.03"
+    assert by_dir["bwd"].annotation("profiler_time_ms") == "0.042"    # transpose + igemm_bwd
+    assert by_dir["wrw"].annotation("profiler_time_ms") == "0.053"    # transpose + igemm_wrw
+    assert scanner.stats.between_us == 3.0
