@@ -78,3 +78,11 @@ def test_a_layer_with_two_sources_shows_both():
     t = layer_times(catalog.layers())[1]
     assert (t.source, t.per_call_ms, t.also) == ("profiler", 0.0074, (("find", 0.02),))
     assert t.to_dict()["also"] == {"find": 0.02}
+
+
+def test_diff_groups_with_a_trace_are_joined_not_merged():
+    from miotui.logs.parallel import decode_file_groups
+    old, new = decode_file_groups([[LOG, TRACE], [LOG]], jobs=2, min_bytes=0)
+    assert len(old) == len(new) == 17
+    assert "profiler" in old.kernel_time and not new.kernel_time
+    assert [s.executions for s in old.layers()] == [s.executions for s in new.layers()]

@@ -114,7 +114,9 @@ def decode_file_groups(groups: Sequence[Sequence[str]], jobs: Optional[int] = No
     one ``decode_files`` gives for its group.  Raises OSError for an unreadable path."""
     flat = [path for group in groups for path in group]
     workers = worker_count(flat, jobs)
-    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes:
+    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes \
+            and not any(len(group) > 1 and any(split_traces(list(group))[1:]) for group in groups):
+        # (a group with a trace beside its logs is joined by decode_files, not merged file by file)
         catalogs = _decode_groups_apart([list(g) for g in groups], workers)
         if catalogs is not None:
             return catalogs
