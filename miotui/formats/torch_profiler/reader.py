@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from typing import Callable, Optional
+from typing import Callable, Literal, Optional
 
 #: the most characters one event may take before it is called malformed
 EVENT_CHARS = 4 << 20
@@ -30,6 +30,8 @@ _ARRAY_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _SPACE = re.compile(r"[\s,]*")
 
 Sink = Callable[[dict, int], None]
+#: where the reader is: before the event array, in it, after it, or stopped at a break
+State = Literal["header", "events", "tail", "broken"]
 
 
 class TraceError(ValueError):
@@ -47,7 +49,7 @@ class EventReader:
         self._buf = ""
         self._pos = 0
         self._line = 1          # the line of self._buf[0]
-        self._state = "header"  # header -> events -> tail (or broken)
+        self._state: State = "header"
         self.header = ""
         self.events = 0
         self.error: Optional[str] = None
