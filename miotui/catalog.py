@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Optional
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.problems import Problem
 from miotui.startup import NO_STARTUP, LayerStartup, LayerStartupCounts, StartupLedger
+from miotui.timing import KernelTime
 
 #: Source lines kept per layer (the first sighting's block or command), for the detail view.
 RAW_LINES_PER_LAYER = 40
@@ -150,6 +151,10 @@ class Catalog:
         self.finished: Optional[float] = None
         #: the first iteration's totals, settings, searches in progress and timeline
         self.startup = StartupLedger()
+        #: GPU kernel time a trace measured, by time source (``profiler``): in all and under layers
+        self.kernel_time: dict[str, KernelTime] = {}
+        #: what joining a trace to the log found, one line per trace (``logs.sources.join_traces``)
+        self.joined: list[str] = []
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -317,6 +322,10 @@ class Catalog:
             self.lines += later.lines
             self.bytes += later.bytes
             self.startup.merge(later.startup, ids)
+            self.joined += later.joined
+            for source, kernel_time in later.kernel_time.items():
+                mine = self.kernel_time.get(source)
+                self.kernel_time[source] = kernel_time if mine is None else mine + kernel_time
             self.version += 1
 
     @staticmethod

@@ -183,7 +183,8 @@ def _stats(stats: Mapping[str, Any], times: Mapping[int, LayerTime]) -> dict[str
             "time": {"layers": summary.layers, "timed": summary.timed,
                      "total_ms": None if summary.total_ms is None else round(summary.total_ms, 6),
                      "top5_share": None if summary.top5_share is None else round(summary.top5_share, 6)},
-            "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS)}
+            "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS),
+            **({"kernel_time": dict(stats["kernel_time"])} if stats.get("kernel_time") else {})}
 
 
 def run_stats(stats: Mapping[str, Any], layers: Sequence[Any]) -> dict[str, Any]:

@@ -44,6 +44,8 @@ SOURCE_LABELS = {
     "execution_log": "LogConvolutionExecution: the Find-Db time of the solution each execution ran",
     "find": "the Find: the time it measured for the chosen solution",
     "driver": "MIOpenDriver's kernel time, printed in the log",
+    "profiler": "a PyTorch profiler trace: the GPU's own time of the kernels the layer's calls launched",
+    "rocprof": "a rocprofv3 kernel trace: kernel times given to the log's calls by their order",
 }
 _FIND_DB = {"hit": "hit: the Find was answered from the Find-Db",
             "miss": "miss: the Find measured the solvers (Find-db regenerating)"}
@@ -150,6 +152,8 @@ def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table
     else:
         rows.append(("per call", units.time_ms(lt.per_call_ms)))
         rows.append(("from", SOURCE_LABELS.get(lt.source or "", lt.source or "")))
+        for source, ms in lt.also:   # the other sources' times, beside the one used
+            rows.append((f"also ({source})", f"{units.time_ms(ms)}: {SOURCE_LABELS.get(source, source)}"))
         if lt.total_ms is None:
             rows.append(("total", Text("none: not executed in the log (found or mentioned only)", style="dim")))
         else:

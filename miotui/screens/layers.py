@@ -30,7 +30,8 @@ LOGGING_HINT = ("MIOpen logs nothing by default. Start the job with MIOPEN_ENABL
                 "MIOPEN_ENABLE_LOGGING=1 logs the full API trace.")
 
 #: what the time line calls each time source (``miotui.timing.TIME_SOURCES``)
-SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver"}
+SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver",
+                "profiler": "profiler trace", "rocprof": "rocprofv3"}
 
 
 def time_line_text(summary: Any, sources: Sequence[tuple[str, int]]) -> str:
