@@ -225,6 +225,30 @@ async def test_file_filter_matches_every_file_a_merged_layer_was_seen_in(tmp_pat
         assert sorted(t.model.rows[i].snapshot.problem.n for i in t.model.view) == [1, 12]
 
 
+async def test_the_detail_shows_a_merged_layers_executions_per_file(tmp_path):
+    """Rank k runs the shared layer k + 1 times: the detail says so per file, and the counts
+    add up to the layer's executions (the first file's only through the replayed lines)."""
+    paths = []
+    for rank in range(4):
+        p = tmp_path / f"rank{rank}.log"
+        p.write_text(conv() * (rank + 1) + conv(n=10 + rank))
+        paths.append(p)
+    app = app_for(paths)
+    async with app.run_test(size=(120, 50)) as pilot:
+        await loaded(pilot, app, 5)
+        t = table(app)
+        t.set_filter("n:1")
+        await wait_until(pilot, lambda: len(t.model.view) == 1)
+        shared = t.model.view[0]
+        assert t.model.rows[shared].snapshot.executions == 10
+        assert dict(app.snapshot(shared).file_executions) == {str(p): k + 1 for k, p in enumerate(paths)}
+        await pilot.press("enter")
+        def unwrapped() -> str:   # the paths are long: the detail wraps them
+            return "".join(screen_text(app).split())
+        await wait_until(pilot, lambda: "rank2.log:3executions" in unwrapped(), what=lambda: screen_text(app)[-3000:])
+        assert "rank0.log:1execution" in unwrapped() and "rank3.log:4executions" in unwrapped()
+
+
 async def test_the_wide_view_keeps_id_op_dir_dtype_frozen_with_a_file_column(tmp_path):
     paths = []
     for rank in range(2):

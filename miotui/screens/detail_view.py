@@ -117,7 +117,13 @@ def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = 
             ("other mentions", f"{snap.mentions:,}"), ("first line", snap.first_line),
             ("last line", snap.last_line), ("seen in", ", ".join(snap.sources) or "—")]
     if snap.files:
-        seen.append(("files", "\n".join(snap.files)))
+        per_file = dict(snap.file_executions)
+        if len(snap.files) > 1:   # a layer merged from several files (ranks): how many calls each ran
+            lines = [f"{name}: {per_file.get(name, 0):,} execution{'' if per_file.get(name, 0) == 1 else 's'}"
+                     for name in snap.files]
+        else:
+            lines = list(snap.files)
+        seen.append(("files", "\n".join(lines)))
     right = Table.grid()
     right.add_row(kv_table("Derived", derived_rows(p, reference_bytes)))
     right.add_row(Text(""))

@@ -337,7 +337,7 @@ class CudnnScanner:
         row = self.catalog.add_sighting(burst.problem, role, SOURCE_API, burst.first_line, self.file, burst.warnings,
                                         notes, raw=burst.raw)
         if burst.runs > 1:
-            self.catalog.count_again(row, role, burst.last_line, burst.runs - 1)
+            self.catalog.count_again(row, role, burst.last_line, burst.runs - 1, self.file)
 
     def _remember(self, thread: str, fn: str, problem: object) -> None:
         last = self._last

@@ -60,8 +60,8 @@ class CallOrder(Catalog):
             self._called(row.problem, 1)
         return row
 
-    def count_again(self, row, role, line, times=1):
-        super().count_again(row, role, line, times)
+    def count_again(self, row, role, line, times=1, file=""):
+        super().count_again(row, role, line, times, file)
         if role == "execution":
             self._called(row.problem, times)
 
