@@ -150,6 +150,9 @@ class Catalog:
         self.finished: Optional[float] = None
         #: the first iteration's totals, settings, searches in progress and timeline
         self.startup = StartupLedger()
+        #: the log formats read into it, in the order first seen (``MIOpen``, ``cuDNN``): the
+        #: status bar names them, the empty state says how to log the format it is waiting on
+        self.formats: dict[str, None] = {}
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
