@@ -29,6 +29,13 @@ CHOICE_LABELS = (
     ("driver_verdict", "driver verdict"), ("driver_error", "driver error"),
     ("driver_tolerance", "driver tolerance"), ("driver_reference", "driver reference"),
 )
+#: cuDNN's facts (``miotui.formats.cudnn``'s annotations), in this order, for a cuDNN layer
+CUDNN_CHOICE_LABELS = (
+    ("solver", "engine (knobs)"), ("tf32", "TF32"), ("compute_type", "compute type"), ("math_type", "math type"),
+    ("algo", "algorithm (legacy API)"), ("numerical_notes", "numerical notes"), ("plan_timing", "plan timing"),
+    ("engine_config", "engines tried"),
+    ("cudnn_warning", "warnings"), ("cudnn_error", "errors"),
+)
 _VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
 #: what each time source is (``miotui.timing``)
 SOURCE_LABELS = {
@@ -82,21 +89,25 @@ def derived_rows(problem: Any, reference_bytes: Optional[int]) -> list[tuple[str
 
 
 def choice_table(snap: Any) -> Table:
+    from miotui.formats.cudnn import from_cudnn
+    cudnn = from_cudnn(snap.sources)
+    labels = CUDNN_CHOICE_LABELS + CHOICE_LABELS[1:] if cudnn else CHOICE_LABELS
     history = dict(getattr(snap, "annotation_history", ()) or ())
     ann = dict(snap.annotations)
     choice: list[tuple[str, Any]] = []
-    for name, label in CHOICE_LABELS:
+    for name, label in labels:
         values = history.get(name) or ((ann[name],) if name in ann else ())
         if values:
             choice.append((label, "\n".join(values)))
-    known = {n for n, _ in CHOICE_LABELS}
+    known = {n for n, _ in labels}
     for name, value in snap.annotations:
         if name not in known:
             choice.append((name, value))
     if not choice:
-        choice.append(("", Text("nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)",
-                                style="dim")))
-    return kv_table("MIOpen's choice", choice)
+        hint = ("nothing logged (CUDNN_LOGLEVEL_DBG=3 logs the engine of each run)" if cudnn else
+                "nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)")
+        choice.append(("", Text(hint, style="dim")))
+    return kv_table("cuDNN's choice" if cudnn else "MIOpen's choice", choice)
 
 
 def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = True) -> Table:

@@ -6,8 +6,15 @@ catalog; ``looks_like_cudnn`` says whether a log's first bytes are cuDNN's.  Iss
 ``FORMATS`` registry is to list this package by ``NAME``.
 """
 
-from miotui.formats.cudnn.scanner import CudnnScanner, CudnnStats, decode_cudnn_bytes, looks_like_cudnn
+from miotui.formats.cudnn.scanner import SOURCES, CudnnScanner, CudnnStats, decode_cudnn_bytes, looks_like_cudnn
 
 NAME = "cudnn"
 
-__all__ = ["NAME", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes", "looks_like_cudnn"]
+
+
+def from_cudnn(sources) -> bool:
+    """Whether a layer seen in ``sources`` (its snapshot's) came from a cuDNN log."""
+    return any(s in SOURCES for s in sources)
+
+
+__all__ = ["NAME", "SOURCES", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes", "looks_like_cudnn"]
