@@ -10,7 +10,7 @@ from pathlib import Path
 from app_helpers import SIZE, app_for, isolated_fixture, plain, status_text, table, wait_until
 
 from miotui.catalog import Catalog
-from miotui.formats.cudnn import CudnnScanner
+from miotui.formats.cudnn import TRANSLATION, CudnnScanner
 from miotui.screens.detail import DetailScreen
 
 DATA = Path(__file__).parent / "data" / "cudnn" / "h100"
@@ -78,6 +78,7 @@ async def test_the_detail_shows_cudnn_facts(tmp_path, _isolated):
             assert label in text, label
             assert notes[name][:20] in text, name
         assert "MIOpen's choice" not in text
+        assert TRANSLATION in text and snap.driver_command in text
 
 
 async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _isolated):

@@ -76,3 +76,23 @@ def test_a_layer_with_no_script_says_how_to_run_it(logs):
     made = miotui("run", "--log", str(logs["small_amp_cl"]), "--layer", "2", "--script")   # a batch norm
     assert made.returncode == 2
     assert "has no standalone script here" in made.stdout and "--backend torch" in made.stdout
+
+
+def test_the_driver_command_of_a_cudnn_layer_is_marked_a_translation(logs, tmp_path):
+    import json
+
+    from miotui.export import to_driver_script
+    from miotui.formats.cudnn import TRANSLATION
+    from miotui.logs.sources import decode_paths
+    cudnn = json.loads(miotui("decode", "--format", "json", str(logs["small_variety_v7"])).stdout)["layers"]
+    assert cudnn and all(layer["driver_command_note"] == TRANSLATION for layer in cudnn)
+    miopen = tmp_path / "miopen.log"
+    miopen.write_text("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 8 -H 16 -W 16 -k 8 "
+                      "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
+    own = json.loads(miotui("decode", "--format", "json", str(miopen)).stdout)["layers"]
+    assert len(own) == 1 and "driver_command_note" not in own[0]
+    lines = miotui("decode", "--format", "driver", str(logs["small_variety_v7"])).stdout
+    assert lines.count(TRANSLATION) == len(cudnn)
+    script = to_driver_script(decode_paths([str(logs["small_variety_v7"])]).layers())
+    assert script.count(TRANSLATION) == len(cudnn)
+    assert TRANSLATION not in to_driver_script(decode_paths([str(miopen)]).layers())

@@ -21,6 +21,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from miotui.formats.cudnn import TRANSLATION, from_cudnn
 from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
@@ -123,6 +124,8 @@ class DetailScreen(Screen):
         cmd = Text()
         cmd.append("MIOpenDriver command", style="bold")
         cmd.append("  (c copy · w save · d run it · r run on the reference · R choose)\n", style="dim")
+        if from_cudnn(snap.sources):
+            cmd.append(f"{TRANSLATION}\n", style="italic")
         cmd.append(visible(snap.driver_command) or "(MIOpenDriver cannot express this layer; see warnings)",
                    style="bold green" if snap.driver_command else "yellow")
         self.query_one("#detail-command", Static).update(cmd)

@@ -12,9 +12,14 @@ NAME = "cudnn"
 
 
 
+#: beside a cuDNN layer's MIOpenDriver command, wherever it is shown or written
+TRANSLATION = "translated from cuDNN: the same problem for MIOpenDriver, to run it on AMD"
+
+
 def from_cudnn(sources) -> bool:
     """Whether a layer seen in ``sources`` (its snapshot's) came from a cuDNN log."""
     return any(s in SOURCES for s in sources)
 
 
-__all__ = ["NAME", "SOURCES", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes", "looks_like_cudnn"]
+__all__ = ["NAME", "SOURCES", "TRANSLATION", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
+           "looks_like_cudnn"]
