@@ -79,6 +79,7 @@ async def test_the_detail_shows_cudnn_facts(tmp_path, _isolated):
             assert notes[name][:20] in text, name
         assert "MIOpen's choice" not in text
         assert TRANSLATION in text and snap.driver_command in text
+        assert "a cuDNN log holds no GPU time" in text and "MIOPEN_LOG_LEVEL" not in text
 
 
 async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _isolated):
@@ -95,3 +96,12 @@ async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _
             await wait_until(pilot, lambda: wanted in empty_state(app), what=lambda: empty_state(app))
             assert unwanted not in empty_state(app)
             assert ("No cuDNN layer" if path is log else "No MIOpen layer") in empty_state(app)
+
+
+async def test_the_empty_state_of_a_log_of_no_known_format_names_both(tmp_path, _isolated):
+    log = tmp_path / "empty.log"
+    log.write_bytes(b"")
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: "No layer in 0 lines" in empty_state(app), what=lambda: empty_state(app))
+        assert "MIOPEN_ENABLE_LOGGING_CMD=1" in empty_state(app) and "CUDNN_LOGLEVEL_DBG=3" in empty_state(app)

@@ -135,9 +135,11 @@ class DetailScreen(Screen):
         self._show("#detail-compare", view.comparison_text(snap, results))
         totals = model.startup.totals
         time_grid = Table.grid(padding=(0, 4))
+        cudnn = from_cudnn(snap.sources)
         tables = (view.time_table(model.layer_time(self.layer_id), snap.executions,
-                                  runs.latest_by_backend(self.layer_id)),
-                  view.startup_table(snap.startup, snap.finds, totals, searching))
+                                  runs.latest_by_backend(self.layer_id), cudnn=cudnn),
+                  view.cudnn_startup_table(snap.finds) if cudnn
+                  else view.startup_table(snap.startup, snap.finds, totals, searching))
         if wide:
             time_grid.add_row(*tables)
         else:

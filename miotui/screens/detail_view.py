@@ -142,14 +142,22 @@ def _logged(ms: Optional[float], note: str = "") -> Any:
     return Text(NOT_LOGGED + (f" ({note})" if note else ""), style="dim")
 
 
-def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table:
-    """The layer's logged GPU time (per call, from where, total, share) or how to get one,
-    and, apart, the time miotui measured itself (a CPU reference is not GPU time)."""
+#: how to time a cuDNN layer: its log has no GPU time (a record's ``Time:`` is when the call was made)
+CUDNN_HOW_TO_TIME = ("a cuDNN log holds no GPU time (a record's Time: is when the call was made): r runs the "
+                     "layer here; `miotui run --log LOG --layer K --script` writes a PyTorch script that times "
+                     "it on a GPU with CUDA events")
+
+
+def time_table(layer_time: Any, executions: int, latest: Sequence[Any], cudnn: bool = False) -> Table:
+    """The layer's logged GPU time (per call, from where, total, share) or how to get one
+    (``cudnn``: the layer is from a cuDNN log), and, apart, the time miotui measured itself
+    (a CPU reference is not GPU time)."""
     lt = layer_time
     rows: list[tuple[str, Any]] = []
     if lt.per_call_ms is None:
         rows.append(("per call", Text("not in the log", style="yellow")))
-        rows.append(("to get it", Text(visible(HOW_TO_TIME.split(": ", 1)[-1]), style="dim")))
+        how = CUDNN_HOW_TO_TIME if cudnn else HOW_TO_TIME.split(": ", 1)[-1]
+        rows.append(("to get it", Text(visible(how), style="dim")))
     else:
         rows.append(("per call", units.time_ms(lt.per_call_ms)))
         rows.append(("from", SOURCE_LABELS.get(lt.source or "", lt.source or "")))
@@ -205,6 +213,15 @@ def startup_table(startup: Any, finds: int, totals: Any, searching: Sequence[Any
         now.append("\n" + search_progress_text(p), style="bold")
         rows.append(("searching now", now))
     return kv_table("First iteration", rows)
+
+
+def cudnn_startup_table(finds: int) -> Table:
+    """A cuDNN layer's first iteration: its finds (``cudnnFind*`` calls, benchmark mode's
+    timed plans); MIOpen's Find-Db, tuning and kernel compiles have no counterpart in the log."""
+    return kv_table("First iteration", [
+        ("Finds", f"{finds:,}"),
+        ("", Text("cuDNN logs no Find-Db, tuning search or kernel compile: its engines tried are under "
+                  "cuDNN's choice", style="dim"))])
 
 
 def warnings_text(warnings: Sequence[str]) -> Text:

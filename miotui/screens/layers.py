@@ -53,11 +53,11 @@ def time_line_text(summary: Any, sources: Sequence[tuple[str, int]]) -> str:
 
 def empty_text(lines: int, undecoded: int, sources: str, follow: bool, formats: Sequence[str] = ()) -> str:
     """Why the table is empty once the log has been read: what was read and what to set,
-    for the format the log is in (``formats``: ``Catalog.formats``; MIOpen's until told)."""
-    name = "cuDNN" if "cuDNN" in formats else "MIOpen"
-    text = f"No {name} layer in {lines:,} lines of {sources} yet"
+    for the format the log is in (``formats``: ``Catalog.formats``; both while it is not told)."""
+    name = "cuDNN" if "cuDNN" in formats else "MIOpen" if formats else ""
+    text = f"No {name + ' ' if name else ''}layer in {lines:,} lines of {sources} yet"
     text += " (following: layers appear as the job logs them).\n\n" if follow else ".\n\n"
-    text += CUDNN_LOGGING_HINT if name == "cuDNN" else LOGGING_HINT
+    text += {"cuDNN": CUDNN_LOGGING_HINT, "MIOpen": LOGGING_HINT}.get(name, f"{LOGGING_HINT}\n\n{CUDNN_LOGGING_HINT}")
     if undecoded:
         what = "records looked like cuDNN's" if name == "cuDNN" else "lines looked like MIOpen's"
         text += f"\n\n{undecoded:,} {what} but could not be decoded: u lists them."
