@@ -96,3 +96,15 @@ def test_the_driver_command_of_a_cudnn_layer_is_marked_a_translation(logs, tmp_p
     script = to_driver_script(decode_paths([str(logs["small_variety_v7"])]).layers())
     assert script.count(TRANSLATION) == len(cudnn)
     assert TRANSLATION not in to_driver_script(decode_paths([str(miopen)]).layers())
+
+
+def test_the_script_run_on_an_h100_logs_the_layer_it_was_written_for(logs):
+    """The script of layer 1 of small_amp_cl, run on an H100 with cuDNN's log on (the log is
+    stored): the log decodes to that very layer, 1 + 5 warm-up + 20 timed runs, TF32 on."""
+    from miotui.formats.cudnn import decode_cudnn_bytes
+    original = layer_of(logs["small_amp_cl"], 1)
+    scanner = decode_cudnn_bytes(lzma.decompress((DATA / "repro_small_amp_cl_layer1.log.xz").read_bytes()))
+    layers = scanner.catalog.layers()
+    assert [layer.problem for layer in layers] == [original.problem]
+    assert layers[0].executions == 26 and dict(layers[0].annotations)["tf32"] == "on"
+    assert scanner.catalog.undecoded_count == 0
