@@ -7,6 +7,7 @@ from __future__ import annotations
 import lzma
 from pathlib import Path
 
+import pytest
 from app_helpers import SIZE, app_for, isolated_fixture, plain, status_text, table, wait_until
 
 from miotui.catalog import Catalog
@@ -82,20 +83,20 @@ async def test_the_detail_shows_cudnn_facts(tmp_path, _isolated):
         assert "a cuDNN log holds no GPU time" in text and "MIOPEN_LOG_LEVEL" not in text
 
 
-async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _isolated):
-    data = lzma.decompress((DATA / "small_ops.log.xz").read_bytes())
-    head = data[:data.index(b"function cudnnCreateTensorDescriptor()")]   # version, properties, handle: no layer
-    log = tmp_path / "cudnn.log"
-    log.write_bytes(head)
-    other = tmp_path / "miopen.log"
-    other.write_bytes(b"MIOpen(HIP): Info [get_device_name] Raw device name: gfx942\n")
-    for path, wanted, unwanted in ((log, "CUDNN_LOGLEVEL_DBG=3", "MIOPEN_"), (other, "MIOPEN_ENABLE_LOGGING_CMD=1",
-                                                                              "CUDNN_")):
-        app = app_for([path])
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: wanted in empty_state(app), what=lambda: empty_state(app))
-            assert unwanted not in empty_state(app)
-            assert ("No cuDNN layer" if path is log else "No MIOpen layer") in empty_state(app)
+@pytest.mark.parametrize("kind,wanted,unwanted", [("cuDNN", "CUDNN_LOGLEVEL_DBG=3", "MIOPEN_"),
+                                                    ("MIOpen", "MIOPEN_ENABLE_LOGGING_CMD=1", "CUDNN_")])
+async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _isolated, kind, wanted, unwanted):
+    log = tmp_path / "job.log"
+    if kind == "cuDNN":
+        data = lzma.decompress((DATA / "small_ops.log.xz").read_bytes())
+        log.write_bytes(data[:data.index(b"function cudnnCreateTensorDescriptor()")])   # version, handle: no layer
+    else:
+        log.write_bytes(b"MIOpen(HIP): Info [get_device_name] Raw device name: gfx942\n")
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: wanted in empty_state(app), what=lambda: empty_state(app))
+        assert unwanted not in empty_state(app)
+        assert f"No {kind} layer" in empty_state(app)
 
 
 async def test_the_empty_state_of_a_log_of_no_known_format_names_both(tmp_path, _isolated):
