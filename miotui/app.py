@@ -290,7 +290,8 @@ class MiotuiApp(App):
         elif data.scanning and not data.finished and data.lines == 0:
             screen.set_empty_state(f"Reading {sources}…")
         else:
-            screen.set_empty_state(empty_text(data.lines, data.undecoded, sources, self.follow_mode))
+            screen.set_empty_state(empty_text(data.lines, data.undecoded, sources, self.follow_mode,
+                                             data.formats))
 
     def _tell_screens(self, layer_id: Optional[int]) -> None:
         """Post a LayerChanged to the screens that show one layer (they merge floods)."""
@@ -346,7 +347,8 @@ class MiotuiApp(App):
             layers_shown=len(model.view), layers_total=len(model.rows), job=job_text, job_ok=job_ok,
             run=run_text, event=event_text, event_kind=event_kind,
             new_badge=table.new_while_paused if (self.follow_mode and not table.follow) else 0,
-            files=self.model.sources if len(self.model.sources) > 1 else ()))
+            files=self.model.sources if len(self.model.sources) > 1 else (),
+            formats=" + ".join(data.formats)))
 
     # ------------------------------------------------------------------ layer actions (from screens)
 

@@ -160,6 +160,9 @@ class Catalog:
         self.kernel_time: dict[str, KernelTime] = {}
         #: what joining a trace to the log found, one line per trace (``logs.sources.join_traces``)
         self.joined: list[str] = []
+        #: the log formats read into it, in the order first seen (``MIOpen``, ``cuDNN``): the
+        #: status bar names them, the empty state says how to log the format it is waiting on
+        self.formats: dict[str, None] = {}
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -340,6 +343,8 @@ class Catalog:
             self.bytes += later.bytes
             self.startup.merge(later.startup, ids)
             self.joined += later.joined
+            for name in later.formats:   # a file's format, as a serial decode notes it
+                self.formats.setdefault(name)
             for source, kernel_time in later.kernel_time.items():
                 mine = self.kernel_time.get(source)
                 self.kernel_time[source] = kernel_time if mine is None else mine + kernel_time

@@ -163,9 +163,12 @@ PUBLIC_EXPECTED = {
     "11": ([("conv", "fwd", "fp32", (0, 0, 1))], []),
     "12": ([("conv", "fwd", "unknown", (0, 0, 1))], []),
     "13": ([], []), "14": ([], []),
+    # cut before its convDesc and dxDesc: recognised, listed with the reason
+    "15": ([], ["cudnnConvolutionBackwardData(): no dxDesc"]),
+    "16": ([], []),
 }
 PUBLIC_RECORDS = {"01": 1, "02": 2, "03": 3, "04": 2, "05": 3, "06": 2, "07": 3, "08": 2, "09": 1, "10": 1,
-                  "11": 0, "12": 0, "13": 4, "14": 3}
+                  "11": 0, "12": 0, "13": 4, "14": 3, "15": 1, "16": 5}
 
 
 @pytest.mark.parametrize("path", sorted(p for p in PUBLIC.iterdir() if p.suffix in (".log", ".json")),

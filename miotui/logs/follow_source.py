@@ -42,6 +42,7 @@ from typing import Any, Literal, Optional
 
 from miotui.logs.encoding import TextBytes, record_warning
 from miotui.logs.fingerprint import Fingerprint
+from miotui.logs.head_choice import HeadChoice
 from miotui.logs.linetail import LineTail
 
 #: Rate samples are taken at most this often, and rates cover about this long.
@@ -111,7 +112,9 @@ class Source:
         self.reader = reader
         self.path = path
         self.label = label
-        self.scanner: Any = None        # made in the reader thread (building it imports the decoders)
+        #: made once the log's format can be told from its first text (``head_choice``)
+        self.scanner: Any = None
+        self._head = HeadChoice()
         self.tail = LineTail(reader.tail_lines)
         self.position = 0               # offset in the file now read (compressed offset for .gz)
         self.bytes_read = 0             # all bytes fed, across truncations/rotations
@@ -191,17 +194,24 @@ class Source:
         """UTF-8 text to the scanner (its feed's time noted: it holds the catalog lock) and the tail."""
         if not text:
             return
+        self.tail.feed(text)
+        self._last_byte = text[-1:]
+        if len(self.hosts) < MAX_HOSTS:
+            self._sample_host(text)
         if self.scanner is None:
-            self._make_scanner()
+            chosen = self._head.offer(text)
+            if chosen is None:   # the format cannot be told yet: held, scanned once it can
+                return
+            self._choose(chosen)
+        else:
+            self._scanner_feed(text)
+
+    def _scanner_feed(self, text: bytes) -> None:
         t0 = time.perf_counter()
         self.scanner.feed(text)
         held = time.perf_counter() - t0
         if held > self.reader.longest_feed_s:
             self.reader.longest_feed_s = held
-        self.tail.feed(text)
-        self._last_byte = text[-1:]
-        if len(self.hosts) < MAX_HOSTS:
-            self._sample_host(text)
 
     def _sample_host(self, data: bytes) -> None:
         """The label before the first MIOpen prefix of the piece (one find: cheap)."""
@@ -215,9 +225,17 @@ class Source:
         if label is not None:
             self.hosts[label] = None
 
+    def _choose(self, head: bytes) -> None:
+        """The scanner of the format ``head`` (the log's first text) is in, fed ``head``."""
+        from miotui.logs.sources import scanner_for
+        self.scanner = scanner_for(head, self.reader.catalog, self.label)
+        if head:
+            self._scanner_feed(head)
+
     def _make_scanner(self) -> None:
-        from miotui.logs.scan import LogScanner
-        self.scanner = LogScanner(self.reader.catalog, self.label)
+        """The format decided now from what is held (the input ended, broke, or paused)."""
+        if self.scanner is None:
+            self._choose(self._head.take())
 
     def _end_line(self, new_file: bool = True) -> None:
         """A partial line at a truncation/rotation ends here (never glued to new text); a
@@ -225,6 +243,8 @@ class Source:
         self._scan(self._text.flush())
         if new_file:
             self._text = TextBytes()
+        if self._head.held:
+            self._make_scanner()
         if self._last_byte not in (b"\n", b"\r") and self.scanner is not None:
             self.scanner.feed(b"\n")
             self._last_byte = b"\n"
@@ -303,6 +323,8 @@ class Source:
         4 s apart or more), so 1 000 idle files wake the reader 10 times a second at most,
         not 1 000 times, and once a second when they have been idle a while (each wake-up
         walks every source)."""
+        if self._head.held and now - self.last_data >= ACTIVE_GRACE_S:   # the writer paused: decide
+            self._make_scanner()
         active, idle_cap = self.reader.intervals(self.reader.watched(self))
         if now - self.last_data < ACTIVE_GRACE_S:
             self.interval = active
@@ -329,8 +351,6 @@ class Source:
     def _step(self, now: float) -> bool:
         if self.finished:
             return False
-        if self.scanner is None:
-            self._make_scanner()
         if self.is_stdin:
             return self._step_stdin(now)
         if self._fd is None:

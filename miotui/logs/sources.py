@@ -164,15 +164,21 @@ def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 
 def scanner_for(head: bytes, catalog: Catalog, file: str = ""):
     """The scanner of the log format ``head`` (a log's first bytes) is in: a PyTorch profiler
     trace's where it is a Chrome trace, cuDNN's where it holds a cuDNN record or
-    cudnn-frontend line, else MIOpen's.
+    cudnn-frontend line, else MIOpen's; the catalog notes the format's name
+    (``Catalog.formats``: the status bar shows it).
     FORMAT DISPATCH (issue 21): the one place a format is chosen, until issue 20's
     ``miotui.formats.FORMATS`` registry replaces this function."""
     from miotui.formats.cudnn import CudnnScanner, looks_like_cudnn
     from miotui.formats.torch_profiler import TraceScanner, looks_like_trace
     if looks_like_trace(head):   # first: a trace's kernel names can look like a cuDNN log's text
+        catalog.formats.setdefault("PyTorch profiler")
         return TraceScanner(catalog, file)
     if looks_like_cudnn(head):
+        if head:
+            catalog.formats.setdefault("cuDNN")
         return CudnnScanner(catalog, file)
+    if head:
+        catalog.formats.setdefault("MIOpen")
     return LogScanner(catalog, file)
 
 

@@ -37,6 +37,13 @@ CHOICE_LABELS = (
     ("driver_verdict", "driver verdict"), ("driver_error", "driver error"),
     ("driver_tolerance", "driver tolerance"), ("driver_reference", "driver reference"),
 )
+#: cuDNN's facts (``miotui.formats.cudnn``'s annotations), in this order, for a cuDNN layer
+CUDNN_CHOICE_LABELS = (
+    ("solver", "engine (knobs)"), ("tf32", "TF32"), ("compute_type", "compute type"), ("math_type", "math type"),
+    ("algo", "algorithm (legacy API)"), ("numerical_notes", "numerical notes"), ("plan_timing", "plan timing"),
+    ("engine_config", "engines tried"),
+    ("cudnn_warning", "warnings"), ("cudnn_error", "errors"),
+)
 _VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
 #: what each time source is (``miotui.timing``)
 SOURCE_LABELS = {
@@ -92,21 +99,25 @@ def derived_rows(problem: Any, reference_bytes: Optional[int]) -> list[tuple[str
 
 
 def choice_table(snap: Any) -> Table:
+    from miotui.formats.cudnn import from_cudnn
+    cudnn = from_cudnn(snap.sources)
+    labels = CUDNN_CHOICE_LABELS + CHOICE_LABELS[1:] if cudnn else CHOICE_LABELS
     history = dict(getattr(snap, "annotation_history", ()) or ())
     ann = dict(snap.annotations)
     choice: list[tuple[str, Any]] = []
-    for name, label in CHOICE_LABELS:
+    for name, label in labels:
         values = history.get(name) or ((ann[name],) if name in ann else ())
         if values:
             choice.append((label, "\n".join(values)))
-    known = {n for n, _ in CHOICE_LABELS}
+    known = {n for n, _ in labels}
     for name, value in snap.annotations:
         if name not in known:
             choice.append((name, value))
     if not choice:
-        choice.append(("", Text("nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)",
-                                style="dim")))
-    return kv_table("MIOpen's choice", choice)
+        hint = ("nothing logged (CUDNN_LOGLEVEL_DBG=3 logs the engine of each run)" if cudnn else
+                "nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)")
+        choice.append(("", Text(hint, style="dim")))
+    return kv_table("cuDNN's choice" if cudnn else "MIOpen's choice", choice)
 
 
 def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = True) -> Table:
@@ -147,14 +158,22 @@ def _logged(ms: Optional[float], note: str = "") -> Any:
     return Text(NOT_LOGGED + (f" ({note})" if note else ""), style="dim")
 
 
-def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table:
-    """The layer's logged GPU time (per call, from where, total, share) or how to get one,
-    and, apart, the time miotui measured itself (a CPU reference is not GPU time)."""
+#: how to time a cuDNN layer: its log has no GPU time (a record's ``Time:`` is when the call was made)
+CUDNN_HOW_TO_TIME = ("a cuDNN log holds no GPU time (a record's Time: is when the call was made): r runs the "
+                     "layer here; `miotui run --log LOG --layer K --script` writes a PyTorch script that times "
+                     "it on a GPU with CUDA events")
+
+
+def time_table(layer_time: Any, executions: int, latest: Sequence[Any], cudnn: bool = False) -> Table:
+    """The layer's logged GPU time (per call, from where, total, share) or how to get one
+    (``cudnn``: the layer is from a cuDNN log), and, apart, the time miotui measured itself
+    (a CPU reference is not GPU time)."""
     lt = layer_time
     rows: list[tuple[str, Any]] = []
     if lt.per_call_ms is None:
         rows.append(("per call", Text("not in the log", style="yellow")))
-        rows.append(("to get it", Text(visible(HOW_TO_TIME.split(": ", 1)[-1]), style="dim")))
+        how = CUDNN_HOW_TO_TIME if cudnn else HOW_TO_TIME.split(": ", 1)[-1]
+        rows.append(("to get it", Text(visible(how), style="dim")))
     else:
         rows.append(("per call", units.time_ms(lt.per_call_ms)))
         rows.append(("from", SOURCE_LABELS.get(lt.source or "", lt.source or "")))
@@ -212,6 +231,15 @@ def startup_table(startup: Any, finds: int, totals: Any, searching: Sequence[Any
         now.append("\n" + search_progress_text(p), style="bold")
         rows.append(("searching now", now))
     return kv_table("First iteration", rows)
+
+
+def cudnn_startup_table(finds: int) -> Table:
+    """A cuDNN layer's first iteration: its finds (``cudnnFind*`` calls, benchmark mode's
+    timed plans); MIOpen's Find-Db, tuning and kernel compiles have no counterpart in the log."""
+    return kv_table("First iteration", [
+        ("Finds", f"{finds:,}"),
+        ("", Text("cuDNN logs no Find-Db, tuning search or kernel compile: its engines tried are under "
+                  "cuDNN's choice", style="dim"))])
 
 
 def warnings_text(warnings: Sequence[str]) -> Text:

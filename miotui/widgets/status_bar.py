@@ -49,6 +49,8 @@ class StatusInfo:
     new_badge: int = 0
     #: each source's ``SourceStats`` when there are several (else empty)
     files: tuple = ()
+    #: the log formats read (``MIOpen``, ``cuDNN``; ``MIOpen + cuDNN`` for a mix)
+    formats: str = ""
 
 
 #: states in which a file is read as it should be (the others are named in the bar)
@@ -153,6 +155,8 @@ class StatusBar(Horizontal):
             t.append(f" ▼ {info.new_badge} new ", style="bold reverse")
             t.append(" ")
         t.append(f" {visible(info.sources)} ", style="bold")
+        if info.formats:
+            t.append(f"{visible(info.formats)} ", style="cyan")
         if info.follow_state:
             style = "bold" if info.follow_state.startswith("follow") else ""
             if any(w in info.follow_state for w in _WARN_WORDS):

@@ -48,6 +48,9 @@ from miotui.formats.cudnn.plan_timing import Burst, PlanTimings
 SOURCE_API = "cudnn-api"
 SOURCE_FRONTEND = "cudnn-frontend"
 SOURCE_XLA = "tensorflow-xla"
+#: a layer seen under any of these came from a cuDNN log (its facts are cuDNN's, its driver
+#: command a translation)
+SOURCES = frozenset({SOURCE_API, SOURCE_FRONTEND, SOURCE_XLA})
 #: decoded records remembered by their text (cleared when over this many, or this many characters)
 CACHE_ENTRIES = 4096
 CACHE_CHARS = 16 << 20
