@@ -259,7 +259,7 @@ class MiotuiApp(App):
             for snap in data.changed:
                 self._tell_screens(snap.id)
         if data.time_summary is not None:
-            screen.set_time_line(time_line_text(data.time_summary, data.time_sources))
+            screen.set_time_line(time_line_text(data.time_summary, data.time_sources, data.formats))
         now, new_env = time.monotonic(), data.job_env is not None and not had_env
         if new_env or (data.time_summary is not None and now - self._share_told >= SHARE_REDRAW_S):
             self._share_told = now

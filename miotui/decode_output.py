@@ -100,7 +100,7 @@ def write_table(out: IO[str], catalog: Catalog) -> None:
              + (f", {catalog.unknown_finds} Finds of an unknown problem" if catalog.unknown_finds else "")
              + " (id: the layer's order of arrival in the log; rows: most executed first)")
     out.write(title + "\n")
-    out.write(time_summary(times).line() + "\n")
+    out.write(time_summary(times).line(catalog.formats) + "\n")
     measured = measured_line(layers, catalog.kernel_time)
     for line in ([measured] if measured else []) + catalog.joined:
         out.write(visible(line) + "\n")

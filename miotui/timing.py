@@ -35,6 +35,17 @@ TIME_SOURCES = (("profiler", "profiler_time_ms"), ("rocprof", "rocprof_time_ms")
 #: how to make MIOpen log times, for a layer that has none
 HOW_TO_TIME = ("no time in the log: MIOPEN_LOG_LEVEL=5 logs each Find's chosen time and, since 2026, "
                "each execution's (LogConvolutionExecution); MIOPEN_PERFORMANCE_LOGS=1 logs measured kernel times")
+#: how to time a cuDNN layer: its log has no GPU time (a record's ``Time:`` is when the call was made)
+CUDNN_HOW_TO_TIME = ("a cuDNN log holds no GPU time (a record's Time: is when the call was made): a PyTorch "
+                     "profiler trace of the run times every layer (miotui decode LOG TRACE); r runs one here; "
+                     "`miotui run --log LOG --layer K --script` writes a PyTorch script that times it on a GPU")
+
+
+def how_to_time(formats: Iterable[str] = ()) -> str:
+    """How to get times for the formats a log is in (``Catalog.formats``): cuDNN's way for a
+    log that is cuDNN's alone, MIOpen's otherwise."""
+    formats = tuple(formats)
+    return CUDNN_HOW_TO_TIME if "cuDNN" in formats and "MIOpen" not in formats else HOW_TO_TIME
 
 
 @dataclass(frozen=True)
@@ -87,10 +98,11 @@ class TimeSummary:
     total_ms: Optional[float]
     top5_share: Optional[float]
 
-    def line(self) -> str:
-        """``12 of 40 layers timed; the top 5 take 81% of the logged GPU time``."""
+    def line(self, formats: Iterable[str] = ()) -> str:
+        """``12 of 40 layers timed; the top 5 take 81% of the logged GPU time``; with none
+        timed, how to time them in the log's format (``formats``)."""
         if not self.timed:
-            return f"0 of {self.layers} layers timed ({HOW_TO_TIME})"
+            return f"0 of {self.layers} layers timed ({how_to_time(formats)})"
         top = min(5, self.timed)
         what = "the top 5 take" if top == 5 else ("it takes" if top == 1 else f"the {top} take")
         share = 100.0 * (self.top5_share or 0.0)

@@ -221,6 +221,21 @@ def test_decode_picks_the_cudnn_format_by_content(tmp_path):
     assert sum(ln.executions for ln in miopen.layers() if ln.problem.op == "conv") == 369
 
 
+def test_the_table_says_how_to_time_a_cudnn_log_not_miopens_switches():
+    """A cuDNN log holds no GPU time: the table's time line points to a profiler trace, not
+    to MIOpen's variables (which a cuDNN job would ignore); a MIOpen log keeps MIOpen's."""
+    import io
+
+    from miotui.decode_output import write_table
+    out = io.StringIO()
+    write_table(out, decode_paths([str(H100 / "cudnn_resnet50_v7.log.gz")]))
+    line = next(ln for ln in out.getvalue().splitlines() if "layers timed" in ln)
+    assert "cuDNN log holds no GPU time" in line and "profiler trace" in line and "MIOPEN_" not in line
+    out = io.StringIO()
+    write_table(out, decode_paths([str(MIOPEN_RESNET50)]))
+    assert "MIOPEN_LOG_LEVEL=5" in next(ln for ln in out.getvalue().splitlines() if "layers timed" in ln)
+
+
 def test_no_miopen_log_is_taken_for_cudnn():
     """The format is chosen by content: none of the project's MIOpen logs (real excerpts,
     MITuna data, regressions, the bundled samples) looks like cuDNN's."""

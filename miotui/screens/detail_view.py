@@ -25,7 +25,7 @@ from miotui.run_summary import (
     verdict_of,
 )
 from miotui.safe_text import visible
-from miotui.timing import HOW_TO_TIME
+from miotui.timing import CUDNN_HOW_TO_TIME, HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
 from miotui.widgets.startup_model import search_progress_text, what_logged
 
@@ -158,10 +158,6 @@ def _logged(ms: Optional[float], note: str = "") -> Any:
     return Text(NOT_LOGGED + (f" ({note})" if note else ""), style="dim")
 
 
-#: how to time a cuDNN layer: its log has no GPU time (a record's ``Time:`` is when the call was made)
-CUDNN_HOW_TO_TIME = ("a cuDNN log holds no GPU time (a record's Time: is when the call was made): r runs the "
-                     "layer here; `miotui run --log LOG --layer K --script` writes a PyTorch script that times "
-                     "it on a GPU with CUDA events")
 
 
 def time_table(layer_time: Any, executions: int, latest: Sequence[Any], cudnn: bool = False) -> Table:

@@ -39,14 +39,15 @@ SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find"
                 "profiler": "profiler trace", "rocprof": "rocprofv3"}
 
 
-def time_line_text(summary: Any, sources: Sequence[tuple[str, int]]) -> str:
+def time_line_text(summary: Any, sources: Sequence[tuple[str, int]], formats: Sequence[str] = ()) -> str:
     """The line over the table: how many layers are timed and how much the top 5 take,
     how to time the others, where the per-call times come from, and the keys that go
     further (``t``, ``i``).  Cut at the right edge, so the order is what matters most first."""
-    parts = [summary.line()]
+    parts = [summary.line(formats)]
     if 0 < summary.timed < summary.layers:
-        parts.append(f"{summary.layers - summary.timed} untimed: MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 "
-                     "times them")
+        how = ("a profiler trace of the run times them" if "cuDNN" in formats and "MIOpen" not in formats
+               else "MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 times them")
+        parts.append(f"{summary.layers - summary.timed} untimed: {how}")
     if sources:
         parts.append("per call from " + ", ".join(f"{SOURCE_NAMES.get(name, name)} ({n})" for name, n in sources))
     parts.append("t: sort by total · i: first iteration")
