@@ -61,7 +61,9 @@ def test_totals_and_shares_from_a_known_log():
     assert summary.line() == "2 of 4 layers timed; the 2 take 100% of the logged GPU time"
     doc = json.loads(render(catalog, "json"))
     time_of = {d["problem"]["n"]: d["time"] for d in doc["layers"]}
-    assert time_of[1] == {"per_call_ms": 2.0, "source": "execution_log", "total_ms": 6.0, "share": 0.6}
+    # the best source's time, and the other sources' times beside it (``time.also``)
+    assert time_of[1] == {"per_call_ms": 2.0, "source": "execution_log", "total_ms": 6.0, "share": 0.6,
+                          "also": {"find": 2.0}}
     assert time_of[3] == {"per_call_ms": None, "source": None, "total_ms": None, "share": None}
     assert doc["stats"]["time"] == {"layers": 4, "timed": 2, "total_ms": 10.0, "top5_share": 1.0}
     table = render(catalog, "table")
