@@ -23,13 +23,16 @@ from itertools import accumulate
 from operator import add, itemgetter
 from typing import Optional
 
+from miotui.logs.lines import PREFIX_WORD_RE, PREFIX_WORDS
+
 _DATE = r"\d{4}-\d\d-\d\d[T ][\d:.]+Z?"
 #: one time field, after MIOpen's prefix word and before its ": "
-FIELD_RE = re.compile(rf"(MIOpen(?:\((?:HIP|OpenCL)\))?)( *\d+\.\d{{3}}(?: \({_DATE}\))?| \({_DATE}\))(?=: )")
+FIELD_RE = re.compile(rf"({PREFIX_WORD_RE})( *\d+\.\d{{3}}(?: \({_DATE}\))?| \({_DATE}\))(?=: )")
 _FIELD_PARTS_RE = re.compile(rf" *(\d+\.\d{{3}})?(?: \(({_DATE[:-2]})Z?\))?")
 # the fields of the fast path joined by "\n": each empty or a plain elapsed time
 _ELAPSED_FIELDS_RE = re.compile(r"(?:(?: *+\d++\.\d{3})?+\n)*+(?: *\d+\.\d{3})?")
-_FAST_PREFIX = "MIOpen(HIP)"
+#: "MIOpenDriver" stood in for while a chunk is split on the bare prefix word ``MIOpen``
+_DRIVER, _DRIVER_STAND_IN = "MIOpenDriver", "\x00Driver"
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
@@ -99,15 +102,9 @@ class ChunkFields:
 
 def lift(text: str) -> tuple[str, ChunkFields]:
     """``text`` (whole lines, "\\n"-ended) without its time fields, and the fields."""
-    if _FAST_PREFIX in text and text.count("MIOpen") == text.count(_FAST_PREFIX) + text.count("MIOpenDriver"):
-        head, *pieces = text.split(_FAST_PREFIX)
-        parts = list(map(str.partition, pieces, [": "] * len(pieces)))
-        fields = list(map(_first, parts))
-        joined = "\n".join(fields)
-        if "" not in map(_second, parts) and joined.count("\n") == len(fields) - 1 \
-                and _ELAPSED_FIELDS_RE.fullmatch(joined):
-            stripped = (_FAST_PREFIX + ": ").join([head, *map(_third, parts)])
-            return stripped, ChunkFields(fields, True, line_counts=(head, pieces))
+    fast = lift_fast(text)
+    if fast is not None:
+        return fast
     fields, lines = [], []
     for i, line in enumerate(text.split("\n")):
         if "MIOpen" in line:
@@ -118,3 +115,35 @@ def lift(text: str) -> tuple[str, ChunkFields]:
         return text, ChunkFields([], True, lines=[])
     elapsed_only = "(" not in "".join(fields)
     return FIELD_RE.sub(r"\1", text), ChunkFields(fields, elapsed_only, lines=lines)
+
+
+def lift_fast(text: str) -> Optional[tuple[str, ChunkFields]]:
+    """``lift``'s fast path, for a chunk whose every MIOpen prefix is one spelling (any of
+    ``PREFIX_WORDS``: ROCm 7's bare ``MIOpen`` as fast as ``MIOpen(HIP)``) with a plain
+    elapsed time or no field; None for any other chunk.  The chunk is split on the word:
+    for the bare word, ``MIOpenDriver`` is first stood in for by text no log line holds."""
+    word = next((w for w in PREFIX_WORDS if w in text), None)
+    if word is None:
+        return None
+    if word == PREFIX_WORDS[-1]:   # the bare word: also the start of every other spelling
+        if "\x00" in text or any(w in text for w in PREFIX_WORDS[:-1]):
+            return None
+        driver = _DRIVER in text
+        if driver:
+            text = text.replace(_DRIVER, _DRIVER_STAND_IN)
+    elif text.count("MIOpen") != text.count(word) + text.count(_DRIVER):
+        return None
+    else:
+        driver = False
+    head, *pieces = text.split(word)
+    parts = list(map(str.partition, pieces, [": "] * len(pieces)))
+    fields = list(map(_first, parts))
+    joined = "\n".join(fields)
+    if "" in map(_second, parts) or joined.count("\n") != len(fields) - 1 \
+            or not _ELAPSED_FIELDS_RE.fullmatch(joined):
+        return None
+    stripped = (word + ": ").join([head, *map(_third, parts)])
+    if driver:
+        stripped = stripped.replace(_DRIVER_STAND_IN, _DRIVER)
+        head = head.replace(_DRIVER_STAND_IN, _DRIVER)
+    return stripped, ChunkFields(fields, True, line_counts=(head, pieces))

@@ -1,4 +1,5 @@
-"""Several whole files decoded at once: one worker process per file, merged in path order.
+"""Several whole files decoded at once: one worker process per file, merged in path order
+(one big file: in ranges at once, ``miotui.logs.ranges``).
 
 Why processes: decoding is pure-Python work (one thread at a time holds the interpreter),
 and the files are independent: each file has a ``LogScanner`` of its own that keeps its
@@ -28,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Optional, Sequence
 
 from miotui.catalog import Catalog
+from miotui.logs.ranges import decode_file_in_ranges, range_workers
 from miotui.logs.sources import decode_path, decode_paths, source_label
 
 
@@ -60,6 +62,12 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
     """Decode whole files (or stdin) into one catalog, several files at once when there are
     several files and cores (``jobs``: at most this many processes; None: the cores); the
     catalog is the one ``decode_paths`` gives.  Raises OSError for an unreadable path."""
+    if len(paths) == 1 and separable(paths):
+        parts = range_workers(paths[0], jobs)
+        if parts > 1:
+            catalog = decode_file_in_ranges(paths[0], parts, pool_context=_context())
+            if catalog is not None:
+                return catalog
     workers = worker_count(paths, jobs)
     if workers > 1 and separable(paths):
         catalog = _decode_apart(paths, workers)

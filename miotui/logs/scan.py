@@ -172,6 +172,42 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
                 self._close_find(tid)
             self.catalog.finished = time.monotonic()
 
+    #: attributes that only speed the scan up (a cache rebuilt from the lines, a counter):
+    #: two scanners may differ there and still read every later line the same way
+    SPEED_ONLY = frozenset({"catalog", "_cache", "_cache_chars", "_whole_blocks", "_whole_chars",
+                            "whole_block_hits", "_command_cache", "_db_cache", "_calls_by_text",
+                            "_guess_warnings", "_decode_db_record", "trace", "levels", "driver", "sql",
+                            # the time fields of the chunk being read: all applied between chunks
+                            "_chunk_fields", "_chunk_base", "_chunk_next"})
+
+    def carried_state(self) -> dict[str, object]:
+        """What this scanner carries from the lines it read to the lines after them, by name
+        (its decoders' own state included; its caches not): two scanners whose carried
+        states are equal read every later line the same way (``miotui.logs.ranges`` checks
+        that where one file is decoded in ranges)."""
+        state = {name: value for name, value in vars(self).items() if name not in self.SPEED_ONLY}
+        for name in ("trace", "levels", "driver", "sql"):
+            state[name] = getattr(self, name)
+        return state
+
+    def move_to(self, catalog: Catalog) -> None:
+        """Go on into ``catalog`` (the range after a warm-up, ``miotui.logs.ranges``): the rows
+        this scanner met are carried over (``Catalog.carry_rows``) and its caches, which hold
+        rows, start empty."""
+        with self.catalog.lock:
+            if self._unsettled:
+                self._settle()
+            made = catalog.carry_rows(self.catalog.rows_met())
+            self._last_row = {tid: made[id(row)] for tid, row in self._last_row.items()}
+            self._cache.clear()
+            self._cache_chars = 0
+            self._calls_by_text.clear()
+            self._whole_blocks.clear()
+            self._whole_chars = 0
+            if self.catalog.startup.timed:
+                catalog.startup.timed = True
+            self.catalog = catalog
+
     @staticmethod
     def _cap(carry: bytes) -> bytes:
         return carry if len(carry) <= MAX_LINE * 4 else carry[:MAX_LINE * 4]

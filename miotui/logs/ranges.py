@@ -1,0 +1,266 @@
+"""One big file decoded in byte ranges at once, merged into exactly the serial result.
+
+Why: a training job's log is gigabytes and the scan is pure Python, one core.  The file is
+cut into ranges at line starts, one worker process per range.  The hard part is the state
+a scanner carries from line to line (an API block cut in two, a Find whose result lines come
+later, a thread's current call, a driver command waiting for its output, the clock, the
+trace decoder's descriptors): a range that starts with a fresh scanner would read its first
+lines differently from the serial run.
+
+So each range but the first begins with a warm-up: its worker reads the ``LOOKBACK`` bytes
+before the range into a scratch catalog, which re-establishes the carried state (a training
+log repeats itself every iteration), then goes on into the range's own catalog
+(``LogScanner.move_to``: rows it met are carried over without counts).  Nothing is taken on
+trust: each worker reports its scanner's carried state where its range ends
+(``LogScanner.carried_state``) and the next worker its state where its range begins, after
+the warm-up; the merge checks that the two are equal (then the next range reads every line
+as the serial run does, by induction from the first range, which starts where the serial run
+starts) and that every row a worker carried over is one the ranges before it made.  Where a
+check fails (a search still running at a seam, a log that never repeats, a timed log whose
+clock is the sum of every field before), the file is decoded serially: the output is the
+same either way, falling back costs only time.  The ranges' catalogs are merged in file
+order by ``Catalog.merge``, as whole files are.  Line numbers are the file's: each worker
+counts the line ends before its warm-up.
+
+Serial stays the way for stdin, a followed log and a ``.gz`` file (a compressed stream
+cannot be entered in the middle).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+import types
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Optional
+
+from miotui.catalog import Catalog, LayerRow
+from miotui.logs.scan import LogScanner
+
+#: bytes read before a range to re-establish the scanner's state (a few iterations of a
+#: training log; an API trace iteration of ResNet-50 is about 1 MB)
+LOOKBACK = 4 << 20
+#: the least bytes per range: below, starting a worker costs about what it saves
+MIN_RANGE_BYTES = 16 << 20
+_READ = 1 << 20
+
+
+@dataclass(frozen=True)
+class Range:
+    """One worker's part of the file: it reads ``[warm, start)`` to warm up and decodes
+    ``[start, end)`` (all three line starts)."""
+
+    warm: int
+    start: int
+    end: int
+
+
+@dataclass
+class RangeResult:
+    """What a worker sends back: its range's catalog and its scanner's carried state (as a
+    comparable key) where the range begins (after its warm-up; None for the first range)
+    and where it ends (None for the last, which the worker finished)."""
+
+    catalog: Catalog
+    entry: Optional[tuple]
+    exit: Optional[tuple]
+
+
+def line_start_at_or_after(fh, pos: int) -> int:
+    """The first line start at or after byte ``pos`` (a position just after a "\\n")."""
+    if pos <= 0:
+        return 0
+    fh.seek(pos - 1)
+    skipped = 0
+    while True:
+        data = fh.read(1 << 16)
+        if not data:
+            return pos - 1 + skipped
+        k = data.find(b"\n")
+        if k >= 0:
+            return pos - 1 + skipped + k + 1
+        skipped += len(data)
+
+
+def count_line_ends(fh, start: int, end: int) -> int:
+    """Lines that end in ``[start, end)`` as the scanner counts them: "\\n", "\\r" and
+    "\\r\\n" each end one (``start`` and ``end`` are line starts)."""
+    fh.seek(start)
+    n = 0
+    left = end - start
+    last_cr = False
+    while left > 0:
+        data = fh.read(min(8 << 20, left))
+        if not data:
+            break
+        left -= len(data)
+        n += data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+        if last_cr and data[:1] == b"\n":
+            n -= 1
+        last_cr = data[-1:] == b"\r"
+    return n
+
+
+def plan_ranges(path: str, parts: int, lookback: int = LOOKBACK) -> list[Range]:
+    """``parts`` ranges of about equal size (fewer where the file has fewer lines)."""
+    size = os.path.getsize(path)
+    return ranges_at(path, [size * i // parts for i in range(parts)], lookback)
+
+
+def ranges_at(path: str, cuts: list[int], lookback: int = LOOKBACK) -> list[Range]:
+    """Ranges that begin at the first line start at or after each of ``cuts`` (the first
+    at 0), each warmed up over about ``lookback`` bytes before it (from a line start)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        starts = sorted({0} | {line_start_at_or_after(fh, cut) for cut in cuts})
+        starts = [s for s in starts if s < size] or [0]
+        ranges = []
+        for i, start in enumerate(starts):
+            end = starts[i + 1] if i + 1 < len(starts) else size
+            warm = min(start, line_start_at_or_after(fh, max(0, start - lookback))) if start else 0
+            ranges.append(Range(warm, start, end))
+    return ranges
+
+
+def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
+    """A worker's job: count the lines before the warm-up, warm up, decode the range."""
+    catalog = Catalog()
+    with open(path, "rb") as fh:
+        lines_before = count_line_ends(fh, 0, rng.warm)
+        if rng.start == 0:
+            scanner = LogScanner(catalog)
+            entry = None
+        else:
+            scanner = LogScanner(Catalog())
+            scanner.line_no = lines_before
+            _feed(scanner, fh, rng.warm, rng.start)
+            scanner.move_to(catalog)
+            entry = state_key(scanner.carried_state())
+        _feed(scanner, fh, rng.start, rng.end)
+    if last:
+        scanner.finish()
+        return RangeResult(catalog, entry, None)
+    return RangeResult(catalog, entry, state_key(scanner.carried_state()))
+
+
+def _feed(scanner: LogScanner, fh, start: int, end: int) -> None:
+    fh.seek(start)
+    left = end - start
+    while left > 0:
+        data = fh.read(min(_READ, left))
+        if not data:
+            break
+        left -= len(data)
+        scanner.feed(data)
+
+
+class StateKeyError(ValueError):
+    """A scanner state that ``state_key`` cannot compare (the ranges are then not trusted)."""
+
+
+def state_key(value: object, depth: int = 0) -> tuple:
+    """A comparable, picklable image of a scanner's carried state: values as they are,
+    containers element by element in their order, a catalog row as its layer, an object as
+    its type and attributes except ``LogScanner.SPEED_ONLY`` caches, a zero-argument lambda
+    as what it returns (the lines of a held block), other functions left out."""
+    if depth > 40:
+        raise StateKeyError("scanner state nested too deeply to compare")
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return ("v", value)
+    if isinstance(value, LayerRow):
+        return ("row", value.problem)
+    if is_dataclass(value) and getattr(type(value), "__hash__", None) is not None \
+            and type(value).__dataclass_params__.frozen:
+        return ("v", value)
+    deeper = depth + 1
+    if isinstance(value, dict):
+        return ("dict",) + tuple((state_key(k, deeper), state_key(v, deeper)) for k, v in value.items())
+    if isinstance(value, (list, tuple, collections.deque)):
+        return (type(value).__name__,) + tuple(state_key(v, deeper) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(state_key(v, deeper) for v in value))
+    if isinstance(value, memoryview):
+        return ("v", value.tobytes())
+    if isinstance(value, types.FunctionType):
+        if value.__name__ == "<lambda>" and value.__code__.co_argcount == 0:
+            return ("fn", state_key(value(), deeper))
+        return ("fn", value.__qualname__)
+    if isinstance(value, (types.MethodType, types.BuiltinFunctionType, type, types.ModuleType)):
+        return ("fn", getattr(value, "__qualname__", ""))
+    if is_dataclass(value):
+        items = [(f.name, getattr(value, f.name)) for f in fields(value)]
+    else:
+        names = list(getattr(value, "__dict__", {}))
+        for klass in type(value).__mro__:
+            names += [n for n in getattr(klass, "__slots__", ()) if hasattr(value, n)]
+        items = [(n, getattr(value, n)) for n in names]
+    return (type(value).__qualname__,) + tuple(
+        (name, state_key(v, deeper)) for name, v in items if name not in _SPEED_ONLY_PARTS)
+
+
+#: caches and counters of the scanner's decoders (their other state is compared)
+_SPEED_ONLY_PARTS = frozenset({"_cache", "stats", "state_version", "_handlers", "_by_func", "_cacheable",
+                               "_recent_keys", "_cache_limit", "_dtype_limit"})
+
+
+def range_workers(path: str, jobs: Optional[int] = None) -> int:
+    """Ranges to decode ``path`` in: at most the cores and ``jobs``, at least
+    ``MIN_RANGE_BYTES`` each; 1 for a ``.gz`` file."""
+    if path.endswith(".gz"):
+        return 1
+    cores = os.cpu_count() or 1
+    limit = cores if jobs is None else min(cores, jobs)
+    return max(1, min(limit, os.path.getsize(path) // MIN_RANGE_BYTES))
+
+
+def merge_ranges(results: list[RangeResult], catalog: Catalog) -> bool:
+    """Merge the ranges' catalogs into ``catalog`` in file order; False (``catalog`` then
+    unusable) where a seam's states differ or a carried row was not made before."""
+    for i, result in enumerate(results):
+        if i and (result.entry is None or result.entry != results[i - 1].exit):
+            return False
+        if any(not catalog.has_row(problem) for problem in result.catalog.carried):
+            return False
+        catalog.merge(result.catalog)
+    return True
+
+
+def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
+                          pool_context=None) -> Optional[Catalog]:
+    """``path`` decoded in ``workers`` ranges at once; the catalog ``decode_paths([path])``
+    gives, or None where the seams did not agree or the processes could not start or died
+    (the caller decodes serially then)."""
+    catalog = Catalog()
+    ranges = plan_ranges(path, workers, lookback)
+    if len(ranges) < 2:
+        return None
+    try:
+        pool = ProcessPoolExecutor(max_workers=len(ranges), mp_context=pool_context)
+    except (OSError, ImportError, NotImplementedError, ValueError, RuntimeError):
+        return None
+    try:
+        try:
+            futures = [pool.submit(decode_range, path, rng, i == len(ranges) - 1) for i, rng in enumerate(ranges)]
+            results = [future.result() for future in futures]
+        except (BrokenProcessPool, OSError, RuntimeError, StateKeyError):
+            return None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if not merge_ranges(results, catalog):
+        return None
+    catalog.finished = time.monotonic()
+    return catalog
+
+
+def decode_ranges_here(path: str, ranges: list[Range]) -> Optional[Catalog]:
+    """The same decode and merge in this process, one range after the other (for tests and
+    to see what a split does without worker processes)."""
+    catalog = Catalog()
+    results = [decode_range(path, rng, i == len(ranges) - 1) for i, rng in enumerate(ranges)]
+    if not merge_ranges(results, catalog):
+        return None
+    catalog.finished = time.monotonic()
+    return catalog
