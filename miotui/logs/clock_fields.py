@@ -31,8 +31,7 @@ FIELD_RE = re.compile(rf"({PREFIX_WORD_RE})( *\d+\.\d{{3}}(?: \({_DATE}\))?| \({
 _FIELD_PARTS_RE = re.compile(rf" *(\d+\.\d{{3}})?(?: \(({_DATE[:-2]})Z?\))?")
 # the fields of the fast path joined by "\n": each empty or a plain elapsed time
 _ELAPSED_FIELDS_RE = re.compile(r"(?:(?: *+\d++\.\d{3})?+\n)*+(?: *\d+\.\d{3})?")
-#: "MIOpenDriver" stood in for while a chunk is split on the bare prefix word ``MIOpen``
-_DRIVER, _DRIVER_STAND_IN = "MIOpenDriver", "\x00Driver"
+_DRIVER = "MIOpenDriver"
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
@@ -120,30 +119,21 @@ def lift(text: str) -> tuple[str, ChunkFields]:
 def lift_fast(text: str) -> Optional[tuple[str, ChunkFields]]:
     """``lift``'s fast path, for a chunk whose every MIOpen prefix is one spelling (any of
     ``PREFIX_WORDS``: ROCm 7's bare ``MIOpen`` as fast as ``MIOpen(HIP)``) with a plain
-    elapsed time or no field; None for any other chunk.  The chunk is split on the word:
-    for the bare word, ``MIOpenDriver`` is first stood in for by text no log line holds."""
+    elapsed time; None for any other chunk.  The chunk is split on the word; the bare word
+    also starts ``MIOpenDriver`` and the other spellings, so it is split on ``"MIOpen "``
+    (its elapsed field is right-aligned after a space; a field of 10 s or more has none, and
+    its chunk takes the general path)."""
     word = next((w for w in PREFIX_WORDS if w in text), None)
     if word is None:
         return None
-    if word == PREFIX_WORDS[-1]:   # the bare word: also the start of every other spelling
-        if "\x00" in text or any(w in text for w in PREFIX_WORDS[:-1]):
-            return None
-        driver = _DRIVER in text
-        if driver:
-            text = text.replace(_DRIVER, _DRIVER_STAND_IN)
-    elif text.count("MIOpen") != text.count(word) + text.count(_DRIVER):
+    split = word + " " if word == PREFIX_WORDS[-1] else word
+    if text.count("MIOpen") != text.count(split) + text.count(_DRIVER):
         return None
-    else:
-        driver = False
-    head, *pieces = text.split(word)
+    head, *pieces = text.split(split)
     parts = list(map(str.partition, pieces, [": "] * len(pieces)))
     fields = list(map(_first, parts))
     joined = "\n".join(fields)
     if "" in map(_second, parts) or joined.count("\n") != len(fields) - 1 \
             or not _ELAPSED_FIELDS_RE.fullmatch(joined):
         return None
-    stripped = (word + ": ").join([head, *map(_third, parts)])
-    if driver:
-        stripped = stripped.replace(_DRIVER_STAND_IN, _DRIVER)
-        head = head.replace(_DRIVER_STAND_IN, _DRIVER)
-    return stripped, ChunkFields(fields, True, line_counts=(head, pieces))
+    return (word + ": ").join([head, *map(_third, parts)]), ChunkFields(fields, True, line_counts=(head, pieces))

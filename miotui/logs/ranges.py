@@ -235,7 +235,7 @@ def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
     (the caller decodes serially then)."""
     catalog = Catalog()
     ranges = plan_ranges(path, workers, lookback)
-    if len(ranges) < 2:
+    if len(ranges) < 2 or not seams_likely(path, ranges[1].start, lookback):
         return None
     try:
         pool = ProcessPoolExecutor(max_workers=len(ranges), mp_context=pool_context)
@@ -253,6 +253,28 @@ def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
         return None
     catalog.finished = time.monotonic()
     return catalog
+
+
+def seams_likely(path: str, before: int, lookback: int = LOOKBACK) -> bool:
+    """Whether a seam early in the file agrees (the state after the first ``2 * lookback``
+    bytes, and after a warm-up over the last ``lookback`` of them), decided here before any
+    worker starts: a log whose state a warm-up cannot re-establish (an API trace whose
+    descriptors' data types were set once at the start, a timed log's clock) then costs a
+    probe of a few MB instead of a parallel decode thrown away.  Only a hint: the merge still
+    checks every seam."""
+    with open(path, "rb") as fh:
+        at = line_start_at_or_after(fh, min(2 * lookback, before))
+    if at <= 0 or at >= os.path.getsize(path):
+        return True
+    with open(path, "rb") as fh:
+        warm = min(at, line_start_at_or_after(fh, at - lookback))
+    probe = Range(warm, at, at)
+    try:
+        first = decode_range(path, Range(0, 0, at), False)
+        second = decode_range(path, probe, False)
+    except StateKeyError:
+        return False
+    return first.exit == second.entry and all(first.catalog.has_row(p) for p in second.catalog.carried)
 
 
 def decode_ranges_here(path: str, ranges: list[Range]) -> Optional[Catalog]:
