@@ -67,6 +67,8 @@ class RangeResult:
     catalog: Catalog
     entry: Optional[tuple]
     exit: Optional[tuple]
+    #: the driver tracker answered a line in the warm-up or the range (``LogScanner.driver_answered``)
+    driver_answered: bool = False
 
 
 def line_start_at_or_after(fh, pos: int) -> int:
@@ -135,6 +137,9 @@ def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
             entry = None
         else:
             scanner = LogScanner(Catalog())
+            head = line_start_at_or_after(fh, min(rng.warm, rng.start - rng.warm))
+            if head:   # what a log sets once at its start (descriptors' data types, its settings)
+                _feed(scanner, fh, 0, head)
             scanner.line_no = lines_before
             _feed(scanner, fh, rng.warm, rng.start)
             scanner.move_to(catalog)
@@ -142,8 +147,8 @@ def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
         _feed(scanner, fh, rng.start, rng.end)
     if last:
         scanner.finish()
-        return RangeResult(catalog, entry, None)
-    return RangeResult(catalog, entry, state_key(scanner.carried_state()))
+        return RangeResult(catalog, entry, None, scanner.driver_answered)
+    return RangeResult(catalog, entry, state_key(scanner.carried_state()), scanner.driver_answered)
 
 
 def _feed(scanner: LogScanner, fh, start: int, end: int) -> None:
@@ -218,7 +223,11 @@ def range_workers(path: str, jobs: Optional[int] = None) -> int:
 
 def merge_ranges(results: list[RangeResult], catalog: Catalog) -> bool:
     """Merge the ranges' catalogs into ``catalog`` in file order; False (``catalog`` then
-    unusable) where a seam's states differ or a carried row was not made before."""
+    unusable) where a seam's states differ, a carried row was not made before, or a driver
+    tracker answered lines (MIOpenDriver's typed commands and output: whether a line is
+    skipped as one the tracker ignored before depends on the line cache's whole history)."""
+    if any(result.driver_answered for result in results):
+        return False
     for i, result in enumerate(results):
         if i and (result.entry is None or result.entry != results[i - 1].exit):
             return False
@@ -274,7 +283,7 @@ def seams_likely(path: str, before: int, lookback: int = LOOKBACK) -> bool:
         second = decode_range(path, probe, False)
     except StateKeyError:
         return False
-    return first.exit == second.entry and all(first.catalog.has_row(p) for p in second.catalog.carried)
+    return first.exit == second.entry and not (first.driver_answered or second.driver_answered) and all(first.catalog.has_row(p) for p in second.catalog.carried)
 
 
 def decode_ranges_here(path: str, ranges: list[Range]) -> Optional[Catalog]:
