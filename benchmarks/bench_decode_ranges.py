@@ -42,7 +42,8 @@ from miotui.logs.ranges import decode_file_in_ranges
 from miotui.logs.sources import decode_paths
 path, workers = sys.argv[1], int(sys.argv[2])
 t = time.perf_counter()
-catalog = decode_file_in_ranges(path, workers, pool_context=multiprocessing.get_context("fork")) if workers > 1 else None
+fork = multiprocessing.get_context("fork")
+catalog = decode_file_in_ranges(path, workers, pool_context=fork) if workers > 1 else None
 ranges = catalog is not None
 if catalog is None:
     catalog = decode_paths([path])

@@ -7,20 +7,24 @@ later, a thread's current call, a driver command waiting for its output, the clo
 trace decoder's descriptors): a range that starts with a fresh scanner would read its first
 lines differently from the serial run.
 
-So each range but the first begins with a warm-up: its worker reads the ``LOOKBACK`` bytes
-before the range into a scratch catalog, which re-establishes the carried state (a training
-log repeats itself every iteration), then goes on into the range's own catalog
-(``LogScanner.move_to``: rows it met are carried over without counts).  Nothing is taken on
-trust: each worker reports its scanner's carried state where its range ends
-(``LogScanner.carried_state``) and the next worker its state where its range begins, after
-the warm-up; the merge checks that the two are equal (then the next range reads every line
-as the serial run does, by induction from the first range, which starts where the serial run
-starts) and that every row a worker carried over is one the ranges before it made.  Where a
-check fails (a search still running at a seam, a log that never repeats, a timed log whose
-clock is the sum of every field before), the file is decoded serially: the output is the
-same either way, falling back costs only time.  The ranges' catalogs are merged in file
-order by ``Catalog.merge``, as whole files are.  Line numbers are the file's: each worker
-counts the line ends before its warm-up.
+So each range but the first begins with a warm-up: its worker reads the file's first
+``LOOKBACK`` bytes (what a log sets once at its start: the data types of its tensor
+descriptors, its settings) and the ``LOOKBACK`` bytes before the range (a training log
+repeats itself every iteration) into a scratch catalog, which re-establishes the carried
+state, then goes on into the range's own catalog (``LogScanner.move_to``: rows it met are
+carried over without counts).  Nothing is taken on trust: each worker reports its scanner's
+carried state where its range ends (``LogScanner.carried_state``) and the next worker its
+state where its range begins, after the warm-up; the merge checks that the two are equal
+(then the next range reads every line as the serial run does, by induction from the first
+range, which starts where the serial run starts) and that every row a worker carried over
+is one the ranges before it made.  Where a check fails (a tuning search running across a
+seam, a log that never repeats, a timed log, whose clock is the sum of every field before),
+or where the MIOpenDriver output tracker answered a line (which lines it skips depends on
+the line cache's whole history), the file is decoded serially: the output is the same
+either way, falling back costs only time, and a probe of one early seam before the workers
+start (``seams_likely``) makes that cost a few MB for a log that cannot be split.  The
+ranges' catalogs are merged in file order by ``Catalog.merge``, as whole files are.  Line
+numbers are the file's: each worker counts the line ends before its warm-up.
 
 Serial stays the way for stdin, a followed log and a ``.gz`` file (a compressed stream
 cannot be entered in the middle).
@@ -267,9 +271,9 @@ def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
 def seams_likely(path: str, before: int, lookback: int = LOOKBACK) -> bool:
     """Whether a seam early in the file agrees (the state after the first ``2 * lookback``
     bytes, and after a warm-up over the last ``lookback`` of them), decided here before any
-    worker starts: a log whose state a warm-up cannot re-establish (an API trace whose
-    descriptors' data types were set once at the start, a timed log's clock) then costs a
-    probe of a few MB instead of a parallel decode thrown away.  Only a hint: the merge still
+    worker starts: a log whose state a warm-up cannot re-establish (a timed log's clock, a
+    log of MIOpenDriver runs) then costs a probe of a few MB instead of a parallel decode
+    thrown away.  Only a hint: the merge still
     checks every seam."""
     with open(path, "rb") as fh:
         at = line_start_at_or_after(fh, min(2 * lookback, before))
@@ -283,7 +287,7 @@ def seams_likely(path: str, before: int, lookback: int = LOOKBACK) -> bool:
         second = decode_range(path, probe, False)
     except StateKeyError:
         return False
-    return first.exit == second.entry and not (first.driver_answered or second.driver_answered) and all(first.catalog.has_row(p) for p in second.catalog.carried)
+    return merge_ranges([first, second], Catalog())
 
 
 def decode_ranges_here(path: str, ranges: list[Range]) -> Optional[Catalog]:
