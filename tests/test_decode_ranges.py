@@ -10,6 +10,7 @@ they do not (the case really crosses the seam); and the seam check catches that.
 
 from __future__ import annotations
 
+import gzip
 import os
 import pickle
 from pathlib import Path
@@ -127,6 +128,7 @@ def logs_texts() -> list[str]:
     texts = [Path(p).read_text(encoding="utf-8", errors="replace") for p in SAMPLE_LOGS[:4]]
     texts += [generate_text(SampleSpec(format=f, size=60_000, seed=i, elapsed=False))
               for i, f in enumerate(("command", "trace55", "trace2x", "info", "trace2018"))]
+    texts.append(generate_text(SampleSpec(format="command", size=60_000, seed=9, elapsed=True)))   # timed
     return texts
 
 
@@ -190,7 +192,11 @@ def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", size // 3)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert range_workers(str(path)) == 2
-    assert range_workers(str(path) + ".gz") == 1 if os.path.exists(str(path) + ".gz") else True
+    gz = tmp_path / "big.log.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", 1)
+    assert range_workers(str(gz)) == 1   # a compressed stream is read from its start
+    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", size // 3)
     parts = decode_file_in_ranges(str(path), 2, lookback=size // 4, pool_context=parallel._context())
     assert parts is not None
     assert_same(decode_paths([str(path)]), parts)
