@@ -121,6 +121,29 @@ def test_a_driver_log_whose_ignored_line_comes_back(tmp_path):
     assert decode_ranges_here(path, ranges_at(path, [1], 200)) is None
 
 
+def test_the_clock_of_a_timed_log(tmp_path):
+    """A timed log's clock is the sum of every time field before: a range after a warm-up
+    does not know it.  A compile in the next range asks for it (its moment on the startup
+    timeline): that range is not trusted; merged without that check, the moment is wrong."""
+    unit = "".join(f"MIOpen(HIP) {0.25 * i:7.3f}: Command [LogCmdConvolution] {CONV.format(n=i)}\n"
+                   for i in range(1, 5))
+    compile_lines = ('MIOpen(HIP)   0.010: Info2 [LoadBinary] Unable to load binary for: "a.cpp.o"; args: -DX=1\n'
+                     'MIOpen(HIP) 350.100: Info2 [SaveBinary] Saving binary for: "a.cpp.o"; args: -DX=1\n')
+    path = tmp_path / "timed.log"
+    path.write_text(unit * 16 + compile_lines + unit * 2, encoding="utf-8")
+    cut = len(unit.encode()) * 12
+    ranges = ranges_at(str(path), [cut], 4 * len(unit))
+    results = [decode_range(str(path), rng, i == 1) for i, rng in enumerate(ranges)]
+    assert results[0].exit == results[1].entry      # the states agree but for the clock
+    assert results[1].clock_asked
+    assert decode_ranges_here(str(path), ranges) is None
+    unchecked = Catalog()
+    for result in results:
+        unchecked.merge(result.catalog)
+    serial = decode_paths([str(path)])
+    assert serial.startup.timeline() and unchecked.startup.timeline() != serial.startup.timeline()
+
+
 # ---------------------------------------------------------------------- any split
 
 
@@ -156,11 +179,12 @@ def test_any_split_gives_the_serial_result_or_none(tmp_path_factory, data):
         assert_same(decode_paths([str(path)]), result)
 
 
-@pytest.mark.parametrize("fmt", ["command"])
-def test_a_training_log_splits_at_any_line(tmp_path, fmt):
+@pytest.mark.parametrize("elapsed", [False, True])
+def test_a_training_log_splits_at_any_line(tmp_path, elapsed):
     """Where the log repeats (a training log's iterations), the ranges are trusted, wherever
-    the seams fall: the check is not what makes the test above pass."""
-    text = generate_text(SampleSpec(format=fmt, iterations=6, seed=3, elapsed=False))
+    the seams fall: the check is not what makes the test above pass.  Timed too: no fact
+    after the first iteration asks for the clock."""
+    text = generate_text(SampleSpec(format="command", iterations=6, seed=3, elapsed=elapsed))
     path = tmp_path / "train.log"
     path.write_text(text, encoding="utf-8")
     serial = decode_paths([str(path)])

@@ -17,10 +17,12 @@ carried state where its range ends (``LogScanner.carried_state``) and the next w
 state where its range begins, after the warm-up; the merge checks that the two are equal
 (then the next range reads every line as the serial run does, by induction from the first
 range, which starts where the serial run starts) and that every row a worker carried over
-is one the ranges before it made.  Where a check fails (a tuning search running across a
-seam, a log that never repeats, a timed log, whose clock is the sum of every field before),
-or where the MIOpenDriver output tracker answered a line (which lines it skips depends on
-the line cache's whole history), the file is decoded serially: the output is the same
+is one the ranges before it made.  A timed log's clock is the sum of every time field
+before, which a worker does not know: it is left out of the comparison, and a range where a
+fact asked for it (a compile, a search: the first iteration's) is not trusted.  Where a check
+fails (a tuning search running across a seam, a log that never repeats, a fact asking for
+the clock after a seam), or where the MIOpenDriver output tracker answered a line (which
+lines it skips depends on the line cache's whole history), the file is decoded serially: the output is the same
 either way, falling back costs only time, and a probe of one early seam before the workers
 start (``seams_likely``) makes that cost a few MB for a log that cannot be split.  The
 ranges' catalogs are merged in file order by ``Catalog.merge``, as whole files are.  Line
@@ -75,6 +77,8 @@ class RangeResult:
     exit: Optional[tuple]
     #: the driver tracker answered a line in the warm-up or the range (``LogScanner.driver_answered``)
     driver_answered: bool = False
+    #: a fact in the range asked for the clock, which the worker did not know (a timed log)
+    clock_asked: bool = False
 
 
 def line_start_at_or_after(fh, pos: int) -> int:
@@ -155,8 +159,9 @@ def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
         _feed(scanner, fh, rng.start, rng.end)
     if last:
         scanner.finish()
-        return RangeResult(catalog, entry, None, scanner.driver_answered)
-    return RangeResult(catalog, entry, state_key(scanner.carried_state()), scanner.driver_answered)
+        return RangeResult(catalog, entry, None, scanner.driver_answered, scanner.clock_asked_unknown)
+    return RangeResult(catalog, entry, state_key(scanner.carried_state()), scanner.driver_answered,
+                       scanner.clock_asked_unknown)
 
 
 def _feed(scanner: LogScanner, fh, start: int, end: int) -> None:
@@ -234,7 +239,7 @@ def merge_ranges(results: list[RangeResult], catalog: Catalog) -> bool:
     unusable) where a seam's states differ, a carried row was not made before, or a driver
     tracker answered lines (MIOpenDriver's typed commands and output: whether a line is
     skipped as one the tracker ignored before depends on the line cache's whole history)."""
-    if any(result.driver_answered for result in results):
+    if any(result.driver_answered or result.clock_asked for result in results):
         return False
     for i, result in enumerate(results):
         if i and (result.entry is None or result.entry != results[i - 1].exit):
@@ -275,8 +280,8 @@ def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
 def seams_likely(path: str, before: int, lookback: int = LOOKBACK) -> bool:
     """Whether a seam early in the file agrees (the state after the first ``2 * lookback``
     bytes, and after a warm-up over the last ``lookback`` of them), decided here before any
-    worker starts: a log whose state a warm-up cannot re-establish (a timed log's clock, a
-    log of MIOpenDriver runs) then costs a probe of a few MB instead of a parallel decode
+    worker starts: a log whose state a warm-up cannot re-establish (a log of MIOpenDriver
+    runs, one that does not repeat) then costs a probe of a few MB instead of a parallel decode
     thrown away.  Only a hint: the merge still
     checks every seam."""
     with open(path, "rb") as fh:

@@ -188,7 +188,10 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
                             # the whole-block path's guess at how blocks end (a wrong one: line by line)
                             "_bare_close",
                             # they matter only where the driver tracker answers lines (see there)
-                            "_quieted", "driver_answered"})
+                            "_quieted", "driver_answered",
+                            # the clock after a warm-up is not the serial one: a range that asks
+                            # for it is not trusted (``clock_asked_unknown``), so it is not compared
+                            "_clock", "clock_unknown", "clock_asked_unknown"})
 
     def carried_state(self) -> dict[str, object]:
         """What this scanner carries from the lines it read to the lines after them, by name
@@ -218,6 +221,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             self._whole_chars = 0
             if self.catalog.startup.timed:
                 catalog.startup.timed = True
+            self.clock_unknown = bool(self._timed)
             self.catalog = catalog
 
     @staticmethod
