@@ -94,19 +94,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the best is kept")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts (default 1 2)")
     ap.add_argument("--no-prefix", dest="prefix", action="store_false",
-                    help="leave out the MIOpen: / MIOpen(HIP): comparison (timed logs, decoded serially)")
+                    help="leave out the MIOpen: / MIOpen(HIP): comparison (timed Command-line logs)")
+    ap.add_argument("--prefix-only", action="store_true", help="only the MIOpen: / MIOpen(HIP): comparison")
     ns = ap.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f}  cores: {os.cpu_count()}")
-    cases = [("Command lines", ensure("command", ns.size, False)), ("API trace", ensure("trace55", ns.size, False))]
-    if ns.prefix:
+    cases = [] if ns.prefix_only else [("Command lines", ensure("command", ns.size, False)),
+                                       ("API trace", ensure("trace55", ns.size, False))]
+    if ns.prefix or ns.prefix_only:
         cases += [("Command lines, MIOpen(HIP) + elapsed", ensure("command", ns.size, True)),
                   ("Command lines, MIOpen: + elapsed", ensure("command", ns.size, True, bare=True))]
     for label, path in cases:
         size_mb = os.path.getsize(path) / 1e6
         loop = min(line_loop(path) for _ in range(ns.repeat))
         print(f"\n{label}: {size_mb:.0f} MB  line loop {loop:.2f} s ({size_mb / loop:.0f} MB/s)")
-        workers = ns.workers if "elapsed" not in label else [1]
-        for n in workers:
+        for n in ns.workers:
             runs = [decode(path, n) for _ in range(ns.repeat)]
             best = min(runs, key=lambda r: r["wall_s"])
             print(f"  {n} worker(s): {best['wall_s']:.2f} s ({size_mb / best['wall_s']:.0f} MB/s) "
