@@ -179,12 +179,13 @@ def test_any_split_gives_the_serial_result_or_none(tmp_path_factory, data):
         assert_same(decode_paths([str(path)]), result)
 
 
-@pytest.mark.parametrize("elapsed", [False, True])
-def test_a_training_log_splits_at_any_line(tmp_path, elapsed):
+@pytest.mark.parametrize(("fmt", "elapsed"), [("command", False), ("command", True), ("info", False),
+                                             ("trace55", False)])
+def test_a_training_log_splits_at_any_line(tmp_path, fmt, elapsed):
     """Where the log repeats (a training log's iterations), the ranges are trusted, wherever
     the seams fall: the check is not what makes the test above pass.  Timed too: no fact
     after the first iteration asks for the clock."""
-    text = generate_text(SampleSpec(format="command", iterations=6, seed=3, elapsed=elapsed))
+    text = generate_text(SampleSpec(format=fmt, iterations=6, seed=3, elapsed=elapsed))
     path = tmp_path / "train.log"
     path.write_text(text, encoding="utf-8")
     serial = decode_paths([str(path)])

@@ -219,9 +219,12 @@ def state_key(value: object, depth: int = 0) -> tuple:
         (name, state_key(v, deeper)) for name, v in items if name not in _SPEED_ONLY_PARTS)
 
 
-#: caches and counters of the scanner's decoders (their other state is compared)
+#: caches and counters of the scanner's decoders (their other state is compared), and the level
+#: decoder's recent convolutions, which only the driver tracker reads (to name a ``stats:``
+#: line's layer, an answer: ranges are then not trusted) and which depend on which lines
+#: were replayed from the cache (a level-6 log's seams differ there)
 _SPEED_ONLY_PARTS = frozenset({"_cache", "stats", "state_version", "_handlers", "_by_func", "_cacheable",
-                               "_recent_keys", "_cache_limit", "_dtype_limit"})
+                               "_recent_keys", "_cache_limit", "_dtype_limit", "recent_convs", "recent_im2col"})
 
 
 def range_workers(path: str, jobs: Optional[int] = None) -> int:
