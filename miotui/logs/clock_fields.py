@@ -123,9 +123,11 @@ def lift_fast(text: str) -> Optional[tuple[str, ChunkFields]]:
     also starts ``MIOpenDriver`` and the other spellings, so it is split on ``"MIOpen "``
     (its elapsed field is right-aligned after a space; a field of 10 s or more has none, and
     its chunk takes the general path)."""
-    word = next((w for w in PREFIX_WORDS if w in text), None)
-    if word is None:
+    at = text.find("MIOpen")
+    if at < 0:
         return None
+    # the spelling of the chunk's first prefix (each spelling but the last starts with the last)
+    word = next(w for w in PREFIX_WORDS if text.startswith(w, at))
     split = word + " " if word == PREFIX_WORDS[-1] else word
     if text.count("MIOpen") != text.count(split) + text.count(_DRIVER):
         return None
