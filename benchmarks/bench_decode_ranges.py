@@ -20,6 +20,7 @@ Logs are generated once (``miotui.samplegen``) under ``benchmarks/out/`` (git-ig
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
@@ -88,6 +89,29 @@ def decode(path: str, workers: int) -> dict:
     return json.loads(out.stdout)
 
 
+def prefix_cpu(hip: str, bare: str, runs: int = 7, size: int = 32 << 20) -> None:
+    """The two prefixes' serial decode in this process, CPU seconds (less moved by the other
+    processes on a shared host than wall time), alternating, on the first ``size`` bytes."""
+    from miotui.catalog import Catalog
+    from miotui.logs.sources import decode_stream
+    texts = {}
+    for label, path in (("MIOpen(HIP):", hip), ("MIOpen:", bare)):
+        with open(path, "rb") as fh:
+            texts[label] = fh.read(size)
+    times: dict[str, list[float]] = {label: [] for label in texts}
+    for _ in range(runs):
+        for label, data in texts.items():
+            t = time.process_time()
+            decode_stream(Catalog(), io.BytesIO(data))
+            times[label].append(time.process_time() - t)
+    best = {label: min(v) for label, v in times.items()}
+    median = {label: sorted(v)[len(v) // 2] for label, v in times.items()}
+    print(f"\nprefix, serial CPU time on the first {size >> 20} MB, {runs} alternating runs: " + ", ".join(
+        f"{label} best {best[label]:.3f} s median {median[label]:.3f} s" for label in texts)
+        + f"; MIOpen: / MIOpen(HIP): best {best['MIOpen:'] / best['MIOpen(HIP):']:.3f}, "
+          f"median {median['MIOpen:'] / median['MIOpen(HIP):']:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=parse_size, default=parse_size("200M"), help="log size (default 200M)")
@@ -114,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"= {loop / best['wall_s']:.2f}x the line loop; ranges used: {best['ranges']}; "
                   f"peak RSS parent {best['rss_parent_mb']:.0f} MB, largest worker {best['rss_worker_mb']:.0f} MB; "
                   f"{best['layers']} layers, {best['lines']:,} lines")
+    if ns.prefix or ns.prefix_only:
+        prefix_cpu(cases[-2][1], cases[-1][1])
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     return 0
 
