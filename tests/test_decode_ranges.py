@@ -152,6 +152,7 @@ def logs_texts() -> list[str]:
     texts += [generate_text(SampleSpec(format=f, size=60_000, seed=i, elapsed=False))
               for i, f in enumerate(("command", "trace55", "trace2x", "info", "trace2018"))]
     texts.append(generate_text(SampleSpec(format="command", size=60_000, seed=9, elapsed=True)))   # timed
+    texts.append(generate_text(SampleSpec(format="info", size=80_000, seed=10, startup=True)))   # facts, timed
     return texts
 
 
