@@ -41,6 +41,8 @@ T_START = time.perf_counter()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+if "--keys-child" in sys.argv:      # the miotui under test is the tree named (an older checkout, say)
+    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--keys-child") + 1]))
 
 SIZE = (160, 45)
 MARKER = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {n} -c 8 -H 16 -W 16 -k 8 -y 3 "
@@ -326,15 +328,122 @@ def bench_10k(tmp: str) -> list[dict]:
             summary("10k: reverse sort (S)", res["sort"])]
 
 
+# ---------------------------------------------------------------------- keys while following the demo
+
+KEYS_ROUNDS = 12
+#: (what, key, the screen that shows it) in the order pressed; then ``r``
+KEY_STEPS = (("enter", "enter", "DetailScreen"), ("escape (detail)", "escape", "LayersScreen"),
+             ("i", "i", "StartupScreen"), ("escape (i)", "escape", "LayersScreen"))
+
+
+class DisplayClock:
+    """When the app last sent a frame of each screen class (``App._display``: the compositor
+    has rendered what changed; a real terminal would get it now)."""
+
+    def __init__(self) -> None:
+        from textual.app import App
+        self.last: dict[str, float] = {}
+        original = App._display
+        clock = self
+
+        def _display(app, screen, renderable):  # type: ignore[no-untyped-def]
+            if renderable is not None:
+                clock.last[type(screen).__name__] = time.perf_counter()
+            return original(app, screen, renderable)
+
+        App._display = _display  # type: ignore[method-assign]
+
+
+async def shown_after(app, key: str, screen_name: str, done, clock: DisplayClock, timeout: float = 5.0) -> float:
+    """Send ``key`` like a terminal; ms until ``done()`` holds and a frame of ``screen_name``
+    was sent after the key."""
+    from textual import events
+    t0 = time.perf_counter()
+    ev = events.Key(key, key if len(key) == 1 else None)
+    ev.set_sender(app)
+    app._driver.send_message(ev)
+    while True:
+        await asyncio.sleep(0.0005)
+        now = time.perf_counter()
+        if done() and clock.last.get(screen_name, 0.0) > t0:
+            return (clock.last[screen_name] - t0) * 1000
+        if now - t0 > timeout:
+            return (now - t0) * 1000
+
+
+def keys_child(warmup: float, rounds: int) -> None:
+    """Runs in a fresh process whose ``miotui`` is the tree under test (``--tree``): the
+    demo's replay writes its log while the app follows it (as ``miotui --demo``), and
+    ``enter`` (detail), ``escape`` (back), ``i`` (first iteration), ``escape``, ``r`` (the
+    row says queued or running) are pressed in turn, each timed from the key to the frame
+    that shows it."""
+    from miotui.app import MiotuiApp
+    from miotui.demo import DemoReplay
+    clock = DisplayClock()
+    res: dict[str, list[float]] = {"enter": [], "escape (detail)": [], "i": [], "escape (i)": [], "r": []}
+
+    async def run() -> None:
+        replay = DemoReplay()
+        app = MiotuiApp([replay.path], follow=True, demo=replay, find_job=False)
+        replay.start()
+        async with app.run_test(size=SIZE) as pilot:
+            table = app.layers_screen.table
+            end = time.perf_counter() + warmup
+            while time.perf_counter() < end or len(table.model.rows) < 5:
+                await asyncio.sleep(0.05)
+            for i in range(rounds):
+                table.move_cursor_to(table.model.view[i % len(table.model.view)])
+                await pilot.pause(0.1)
+                for name, key, screen in KEY_STEPS:
+                    res[name].append(await shown_after(app, key, screen,
+                                                       lambda s=screen: type(app.screen).__name__ == s, clock))
+                    await pilot.pause(0.2)
+                layer = table.cursor_id
+                res["r"].append(await shown_after(
+                    app, "r", "LayersScreen",
+                    lambda layer=layer: table.row_text(layer).get("verdict", "") in ("queued", "running"), clock))
+                app.cancel_runs(None)
+                await pilot.pause(0.3)
+            app.shutdown_background()
+
+    asyncio.run(run())
+    print(json.dumps(res))
+
+
+def bench_keys(trees: list[tuple[str, str]], warmup: float, rounds: int, alternations: int) -> list[dict]:
+    """Each tree's key latencies, the trees run alternately (old, new, old, new ...) so
+    that a host loaded by other work weighs on both alike."""
+    got: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
+    for _ in range(alternations):
+        for name, root in trees:
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--keys-child", root, str(warmup),
+                                  str(rounds)], capture_output=True, text=True, cwd=root,
+                                 env={**os.environ, "PYTHONPATH": root})
+            if out.returncode != 0:
+                raise RuntimeError(f"keys child ({name}) failed: {out.stderr[-2000:]}")
+            for key, ms in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                got[name].setdefault(key, []).extend(ms)
+    return [summary(f"demo followed, {name}: {key} -> shown", ms) for name, _ in trees
+            for key, ms in got[name].items()]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=("help", "paint", "follow", "10k"), action="append")
+    ap.add_argument("--only", choices=("help", "paint", "follow", "10k", "keys"), action="append")
+    ap.add_argument("--compare", metavar="OLD_TREE", help="keys: also measure the miotui of another checkout "
+                    "(e.g. a `git worktree` of main), alternately with this one")
+    ap.add_argument("--rounds", type=int, default=KEYS_ROUNDS, help="keys: presses of each key per process")
+    ap.add_argument("--alternations", type=int, default=2, help="keys: processes per tree")
     ap.add_argument("--rate", type=float, default=20.0, help="MB/s written while following")
     ap.add_argument("--seconds", type=float, default=8.0, help="length of the follow run")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--first-paint-child", metavar="PATH", help=argparse.SUPPRESS)
     ap.add_argument("--writer-child", nargs=3, metavar=("PATH", "RATE", "SECONDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--keys-child", nargs=3, metavar=("TREE", "WARMUP", "ROUNDS"), help=argparse.SUPPRESS)
     ns = ap.parse_args()
+    if ns.keys_child:
+        keys_child(float(ns.keys_child[1]), int(ns.keys_child[2]))
+        return 0
     if ns.first_paint_child:
         first_paint_child(ns.first_paint_child)
         return 0
@@ -342,7 +451,7 @@ def main() -> int:
         path, rate, seconds = ns.writer_child
         writer_child(path, float(rate), float(seconds), 0.5)
         return 0
-    only = set(ns.only or ("help", "paint", "follow", "10k"))
+    only = set(ns.only or ("help", "paint", "follow", "10k", "keys"))
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="miotui-bench-") as tmp:
         if "help" in only:
@@ -353,6 +462,9 @@ def main() -> int:
             results.extend(bench_follow(tmp, ns.rate, ns.seconds))
         if "10k" in only:
             results.extend(bench_10k(tmp))
+        if "keys" in only:
+            trees = ([("old", os.path.abspath(ns.compare))] if ns.compare else []) + [("new", ROOT)]
+            results.extend(bench_keys(trees, 6.0, ns.rounds, ns.alternations))
     if ns.json:
         print(json.dumps(results, indent=1))
     else:

@@ -21,13 +21,17 @@ What is measured, and how:
              CPU time of the holding thread: on a loaded machine the two differ) and the longest
              wait for it by a poller that takes it every 100 ms like the app's; the
              reader process's CPU use.
-``idle``     ``--idle-files`` small files followed through one glob, the initial read done,
-             then the CPU time of the whole process over ``--idle-seconds`` (all threads:
-             ``time.process_time``), and the number of threads.
+``idle``     ``--idle-files`` small files followed through one glob by a ``LogReader`` and
+             the app's ``Poller`` (its polls taken at once, as the UI does), the initial read
+             done, then the CPU time of the whole process over ``--idle-seconds`` (all threads:
+             ``time.process_time``, not wall time: the host may be loaded), and the number of
+             threads; first the baseline with inotify off (polling alone), then with it.
+``app-idle`` the same files followed by the whole app (Textual, headless): the process's
+             CPU seconds, and each thread's (``/proc/self/task``), baseline first.
 
     python benchmarks/bench_follow.py                               # everything, the issue's figures
     python benchmarks/bench_follow.py --only live --ranks 8 --rate 0.5 --seconds 10
-    python benchmarks/bench_follow.py --only idle --idle-files 1000 --idle-seconds 30
+    python benchmarks/bench_follow.py --only idle --only app-idle --idle-files 1000 --idle-seconds 30
 """
 
 from __future__ import annotations
@@ -324,35 +328,109 @@ def bench_live(ranks: int, rate: float, seconds: float, marker_every: float, dra
 
 # ---------------------------------------------------------------------- idle: many files, nothing written
 
-def bench_idle(files: int, seconds: float) -> dict:
+def bench_idle(files: int, seconds: float, *, inotify: bool = True, settle: float = 60.0) -> dict:
+    """The reader and the app's poller (``miotui.live.Poller``, taking every poll at once as
+    the UI does) following ``files`` idle files; ``inotify=False`` is the baseline, polling
+    alone (what a network file system or a system without inotify gets)."""
+    from unittest import mock
+
     from miotui.catalog import Catalog
-    from miotui.logs.follow import LogReader
+    from miotui.live import Poller
+    from miotui.logs import follow
     body = command_log(4096)
     with tempfile.TemporaryDirectory(prefix="miotui-bench-idle-") as folder:
         for i in range(files):
             with open(os.path.join(folder, f"rank{i:05d}.log"), "wb") as fh:
                 fh.write(body)
         threads_before = threading.active_count()
-        reader = LogReader(Catalog(), [os.path.join(folder, "rank*.log")], follow=True)
-        t0 = time.monotonic()
-        reader.start()
-        while not (len(reader.sources) == files and reader.initial_scan[2]):
-            time.sleep(0.05)
-        initial = time.monotonic() - t0
-        time.sleep(3.0)   # past the seconds files are looked at often after being read
-        c0, w0 = time.process_time(), time.monotonic()
-        time.sleep(seconds)
-        cpu, wall = time.process_time() - c0, time.monotonic() - w0
-        threads = threading.active_count() - threads_before
-        reader.stop()
-    return {"what": f"{files} idle files followed through one glob", "initial_read_s": round(initial, 2),
-            "idle_seconds": round(wall, 1), "cpu_s": round(cpu, 3), "cpu_percent": round(100 * cpu / wall, 2),
-            "reader_threads": threads, "load": load()}
+        catalog = Catalog()
+        patch = mock.patch.object(follow, "open_watcher", return_value=None) if not inotify else mock.MagicMock()
+        with patch:
+            reader = follow.LogReader(catalog, [os.path.join(folder, "rank*.log")], follow=True)
+            poller: Poller
+
+            def post(data) -> None:
+                poller.ack()
+
+            poller = Poller(catalog, reader, post)
+            t0 = time.monotonic()
+            reader.start()
+            poller.start()
+            while not (len(reader.sources) == files and reader.initial_scan[2]):
+                time.sleep(0.05)
+            initial = time.monotonic() - t0
+            time.sleep(settle)   # idle files are looked at less and less often: past the back-off
+            c0, w0 = time.process_time(), time.monotonic()
+            time.sleep(seconds)
+            cpu, wall = time.process_time() - c0, time.monotonic() - w0
+            threads = threading.active_count() - threads_before
+            poller.stop()
+            reader.stop()
+    how = "inotify, idle files backed off" if inotify else "baseline: polling alone (no inotify)"
+    return {"what": f"{files} idle files followed through one glob, reader + poller, {how}",
+            "initial_read_s": round(initial, 2), "settle_s": settle, "idle_seconds": round(wall, 1),
+            "cpu_s": round(cpu, 3), "cpu_percent_of_a_core": round(100 * cpu / wall, 2),
+            "threads": threads, "load": load()}
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of each thread of this process, by thread name (Linux /proc)."""
+    names = {str(t.native_id): t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        name = names.get(tid, "other")
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def bench_app_idle(files: int, seconds: float, *, inotify: bool = True, settle: float = 60.0) -> dict:
+    """The whole app (Textual, headless, as ``miotui --follow 'rank*.log'``) following
+    ``files`` idle files: the process's CPU seconds over ``seconds``, and per thread."""
+    import asyncio
+    from unittest import mock
+
+    from miotui.app import MiotuiApp
+    from miotui.logs import follow
+    result: dict = {}
+
+    async def run(folder: str) -> None:
+        app = MiotuiApp([os.path.join(folder, "rank*.log")], follow=True, find_job=False)
+        async with app.run_test(size=(160, 45)) as pilot:
+            t0 = time.monotonic()
+            while len(app.layers_screen.table.model.rows) < files:
+                await pilot.pause(0.2)
+            result["initial_read_s"] = round(time.monotonic() - t0, 2)
+            await pilot.pause(settle)
+            before, c0, w0 = thread_cpu(), time.process_time(), time.monotonic()
+            await pilot.pause(seconds)
+            cpu, wall, after = time.process_time() - c0, time.monotonic() - w0, thread_cpu()
+            result.update(idle_seconds=round(wall, 1), cpu_s=round(cpu, 3),
+                          cpu_percent_of_a_core=round(100 * cpu / wall, 2),
+                          by_thread={k: round(v - before.get(k, 0.0), 3) for k, v in after.items()
+                                     if v - before.get(k, 0.0) > 0})
+
+    with tempfile.TemporaryDirectory(prefix="miotui-bench-app-idle-") as folder:
+        for i in range(files):
+            with open(os.path.join(folder, f"rank{i:05d}.log"), "w") as fh:
+                fh.write(MARKER.format(n=i + 1))
+        patch = mock.patch.object(follow, "open_watcher", return_value=None) if not inotify else mock.MagicMock()
+        with patch:
+            asyncio.run(run(folder))
+    how = "inotify, idle files backed off" if inotify else "baseline: polling alone (no inotify)"
+    return {"what": f"the app following {files} idle files (one layer each), {how}", "settle_s": settle,
+            **result, "load": load()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=("scanner", "live", "idle"), action="append")
+    ap.add_argument("--only", choices=("scanner", "live", "idle", "app-idle"), action="append")
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--rate", type=float, default=10.0, help="MB/s per rank")
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -360,13 +438,14 @@ def main() -> None:
     ap.add_argument("--drain", type=float, default=30.0, help="seconds allowed to catch up after the writer stops")
     ap.add_argument("--idle-files", type=int, default=1000)
     ap.add_argument("--idle-seconds", type=float, default=30.0)
+    ap.add_argument("--idle-settle", type=float, default=60.0, help="seconds idle before measuring")
     ap.add_argument("--writer-child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.writer_child:
         folder, ranks, rate, seconds, every, out = args.writer_child
         writer_child(folder, int(ranks), float(rate), float(seconds), float(every), out)
         return
-    parts = args.only or ["scanner", "live", "idle"]
+    parts = args.only or ["scanner", "live", "idle", "app-idle"]
     print(json.dumps({"start": load()}))
     if "scanner" in parts:
         print(json.dumps(bench_scanner(32 * MB), indent=1), flush=True)
@@ -374,7 +453,13 @@ def main() -> None:
         print(json.dumps(bench_live(args.ranks, args.rate, args.seconds, args.marker_every, args.drain), indent=1),
               flush=True)
     if "idle" in parts:
-        print(json.dumps(bench_idle(args.idle_files, args.idle_seconds), indent=1), flush=True)
+        for inotify in (False, True):
+            print(json.dumps(bench_idle(args.idle_files, args.idle_seconds, inotify=inotify,
+                                         settle=args.idle_settle), indent=1), flush=True)
+    if "app-idle" in parts:
+        for inotify in (False, True):
+            print(json.dumps(bench_app_idle(args.idle_files, args.idle_seconds, inotify=inotify,
+                                            settle=args.idle_settle), indent=1), flush=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from miotui.catalog import Catalog
 from miotui.live import POLL_INTERVAL, LiveModel, PollData, Poller
 from miotui.logs.follow import FollowEvent, LogReader, reader_summary
 from miotui.run_queue import ALL, RunBook, RunRequest, execute, not_applicable
-from miotui.run_summary import pending_summary, result_line, severity, summary_of, verdict_of
+from miotui.run_summary import pending_summary, result_line, row_summary, severity, verdict_of
 from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
@@ -53,6 +53,8 @@ from miotui.widgets.status_bar import StatusInfo, follow_state
 EVENT_SECONDS = 15.0
 #: Rows to arrive between two gc.freeze() calls (see MiotuiApp._freeze_long_lived).
 FREEZE_EVERY_ROWS = 1000
+#: The interpreter's thread switch interval while the app runs (see start_background)
+GIL_SWITCH_S = 0.0005
 #: Seconds between redraws of an open detail screen for a change of the log's GPU time
 #: total (its layer's share moves whenever any layer runs again)
 SHARE_REDRAW_S = 1.0
@@ -142,10 +144,13 @@ class MiotuiApp(App):
         self._run_workers: dict[int, Any] = {}
         self._stopped = False
         self._started = False
+        self._switch_interval: Optional[float] = None
         self.polls = 0
         self._frozen_rows = 0
         self._share_told = 0.0
         self._lines_read = 0       # lines the last poll had read (the raw pane reads on when it grows)
+        #: the detail and first-iteration screens, made once and reopened
+        self._kept_screens: dict[str, Screen] = {}
         default_path = self.paths[0] if len(self.paths) == 1 else ""
         self.layers_screen = LayersScreen(self.model, follow=follow, default_path=default_path,
                                           sources=reader_summary(self.reader))
@@ -175,6 +180,11 @@ class MiotuiApp(App):
         if self._started or self._stopped:
             return
         self._started = True
+        # The reader, the poller and the layout threads are CPU-bound Python: each time the UI
+        # thread wakes (a key, a frame) it waits for the GIL up to the switch interval, 5 ms by
+        # default, and a frame wakes it dozens of times.  A shorter interval hands it over sooner.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(GIL_SWITCH_S)
         self.reader.start()
         self.poller.start()
 
@@ -183,6 +193,8 @@ class MiotuiApp(App):
         if self._stopped:
             return
         self._stopped = True
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)     # as it was before the app started
         self.runs.clear()
         for worker in self._run_workers.values():
             worker.cancel()
@@ -247,7 +259,7 @@ class MiotuiApp(App):
             for snap in data.changed:
                 self._tell_screens(snap.id)
         if data.time_summary is not None:
-            screen.set_time_line(time_line_text(data.time_summary, data.time_sources))
+            screen.set_time_line(time_line_text(data.time_summary, data.time_sources, data.formats))
         now, new_env = time.monotonic(), data.job_env is not None and not had_env
         if new_env or (data.time_summary is not None and now - self._share_told >= SHARE_REDRAW_S):
             self._share_told = now
@@ -261,7 +273,7 @@ class MiotuiApp(App):
                     s.post_message(StartupChanged())
         for ev in data.events:
             self._event = ev
-            if ev.kind in ("truncated", "rotated", "deleted", "recreated", "error", "waiting"):
+            if ev.kind in ("truncated", "rotated", "deleted", "recreated", "error", "waiting", "limit"):
                 self.notify(ev.message, title=f"log {ev.kind}", severity="error" if ev.kind == "error" else "warning",
                             timeout=6)
             elif ev.kind == "eof":
@@ -278,7 +290,8 @@ class MiotuiApp(App):
         elif data.scanning and not data.finished and data.lines == 0:
             screen.set_empty_state(f"Reading {sources}…")
         else:
-            screen.set_empty_state(empty_text(data.lines, data.undecoded, sources, self.follow_mode))
+            screen.set_empty_state(empty_text(data.lines, data.undecoded, sources, self.follow_mode,
+                                             data.formats))
 
     def _tell_screens(self, layer_id: Optional[int]) -> None:
         """Post a LayerChanged to the screens that show one layer (they merge floods)."""
@@ -334,7 +347,8 @@ class MiotuiApp(App):
             layers_shown=len(model.view), layers_total=len(model.rows), job=job_text, job_ok=job_ok,
             run=run_text, event=event_text, event_kind=event_kind,
             new_badge=table.new_while_paused if (self.follow_mode and not table.follow) else 0,
-            files=self.model.sources if len(self.model.sources) > 1 else ()))
+            files=self.model.sources if len(self.model.sources) > 1 else (),
+            formats=" + ".join(data.formats)))
 
     # ------------------------------------------------------------------ layer actions (from screens)
 
@@ -355,8 +369,20 @@ class MiotuiApp(App):
             handler(message.layer_id)
 
     def open_detail(self, layer_id: int) -> None:
-        if self.model.snapshot(layer_id) is not None:
+        """``enter``: the layer's detail, in the one detail screen kept for the app's life
+        (a new screen would compose and style its widgets again: 100+ ms on a busy host)."""
+        if self.model.snapshot(layer_id) is None:
+            return
+        detail = self._kept_screens.get("detail")
+        if detail is None:
+            detail = DetailScreen(self.model, layer_id)
+            self._kept_screens["detail"] = detail
+            self.install_screen(detail, "miotui-detail")
+        elif detail in self.screen_stack:       # already open below another screen: a second one
             self.push_screen(DetailScreen(self.model, layer_id))
+            return
+        detail.show_layer(layer_id)
+        self.push_screen(detail)
 
     def copy_command(self, layer_id: int) -> None:
         snap = self.model.snapshot(layer_id)
@@ -465,6 +491,8 @@ class MiotuiApp(App):
         self.post_message(RunEvent(req, kind, payload))
 
     def on_run_event(self, message: RunEvent) -> None:
+        if self._stopped:       # quitting: the screens are being taken down
+            return
         req = message.request
         if message.kind == "progress":
             self._tell_screens(req.layer_id)
@@ -490,8 +518,7 @@ class MiotuiApp(App):
         self.runs.finish(req)
         self._run_workers.pop(req.id, None)
         state = self.runs.state(req.layer_id)
-        last = self.runs.last(req.layer_id)
-        summary = pending_summary(state, req.label) if state else (summary_of(last) if last else None)
+        summary = pending_summary(state, req.label) if state else row_summary(self.runs.shown_by_backend(req.layer_id))
         self.layers_screen.table.set_result(req.layer_id, summary)
         self._tell_screens(req.layer_id)
         self._start_next()
@@ -542,21 +569,29 @@ class MiotuiApp(App):
         from miotui.screens.dialogs import default_export_path
         target = path or default_export_path(fmt, self.export_dir)
         layers = self._shown_layers()
+        whole = list(self.model.layers.values())
         runs = self.runs.export_runs()
-        stats = {"lines": self.catalog.lines, "bytes": self.catalog.bytes, "seconds": round(self.catalog.seconds, 3)}
-        self.run_worker(partial(self._export_thread, fmt, target, layers, runs, stats), thread=True, group="io",
+        self.run_worker(partial(self._export_thread, fmt, target, layers, whole, runs), thread=True, group="io",
                         exit_on_error=False)
 
-    def _export_thread(self, fmt: str, path: str, layers: list[Any], runs: dict, stats: dict) -> None:
+    def _export_thread(self, fmt: str, path: str, layers: list[Any], whole: list[Any], runs: dict) -> None:
+        """Worker thread: the export says what ``miotui decode`` says of the same log (its
+        ``stats``, first iteration included), shares of the whole run (``whole``: every
+        layer, as on screen, also when a filter chose ``layers``), in the table's order."""
         import json
 
         from miotui import export
+        cat = self.catalog
         if fmt == "json":
-            text = json.dumps(export.to_json(layers, self.catalog.undecoded(), stats, runs=runs), indent=1) + "\n"
+            with cat.lock:
+                stats = {"lines": cat.lines, "bytes": cat.bytes, "seconds": round(cat.seconds, 3),
+                         "unknown_finds": cat.unknown_finds, "startup": cat.startup.totals().to_dict()}
+            doc = export.to_json(layers, cat.undecoded(), stats, runs=runs, whole=whole)
+            text = json.dumps(doc, indent=1) + "\n"
         elif fmt == "csv":
-            text = export.to_csv(layers, runs=runs)
+            text = export.to_csv(layers, runs=runs, whole=whole)
         else:
-            text = export.to_driver_script(layers)
+            text = export.to_driver_script(layers, keep_order=True)
         self._write_file(path, text, fmt == "driver", f"Exported {len(layers):,} layers ({fmt}) to")
 
     def help_rows(self) -> list[tuple[str, str, str, str]]:
@@ -573,13 +608,23 @@ class MiotuiApp(App):
             self.push_screen(UndecodedScreen(self.catalog))
 
     def action_startup(self) -> None:
-        """``i``: what the first iteration spent (updated live by the poller's startup view)."""
-        if not isinstance(self.screen, StartupScreen):
+        """``i``: what the first iteration spent (updated live by the poller's startup view),
+        in the one startup screen kept for the app's life (see :meth:`open_detail`)."""
+        if isinstance(self.screen, StartupScreen):
+            return
+        screen = self._kept_screens.get("startup")
+        if screen is None:
+            screen = StartupScreen(self.model, follow=self.follow_mode)
+            self._kept_screens["startup"] = screen
+            self.install_screen(screen, "miotui-startup")
+        elif screen in self.screen_stack:
             self.push_screen(StartupScreen(self.model, follow=self.follow_mode))
+            return
+        self.push_screen(screen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Export layers: MIOpenDriver script", "the layers shown, most executed first (.sh)",
+        yield SystemCommand("Export layers: MIOpenDriver script", "the layers shown, in the table's order (.sh)",
                             partial(self.export_to, "driver"))
         yield SystemCommand("Export layers: CSV", "the layers shown, with run results",
                             partial(self.export_to, "csv"))

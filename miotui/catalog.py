@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Optional
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.problems import Problem
 from miotui.startup import NO_STARTUP, LayerStartup, LayerStartupCounts, StartupLedger
+from miotui.timing import KernelTime
 
 #: Source lines kept per layer (the first sighting's block or command), for the detail view.
 RAW_LINES_PER_LAYER = 40
@@ -47,6 +48,8 @@ class LayerSnapshot:
     annotation_history: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: what its first iteration cost (Finds, searches, compiles: ``miotui.startup``)
     startup: LayerStartup = NO_STARTUP
+    #: executions per file, for a layer seen in several (ranks): (file, executions) in first-seen order
+    file_executions: tuple[tuple[str, int], ...] = ()
 
     @property
     def id(self) -> int:
@@ -82,7 +85,7 @@ class _Row:
 
     __slots__ = ("index", "problem", "counts", "first_line", "last_line", "sources", "files",
                  "annotations", "warnings", "raw", "driver_command", "version", "_snapshot", "startup",
-                 "sighted", "counted_if_new")
+                 "sighted", "counted_if_new", "file_executions")
 
     def __init__(self, index: int, problem: Problem, line: int):
         self.index = index
@@ -96,6 +99,8 @@ class _Row:
         self.counted_if_new: Optional[str] = None
         self.sources: dict[str, None] = {}
         self.files: dict[str, None] = {}
+        #: executions per file (only where a file was named): the detail's per-file counts
+        self.file_executions: Optional[dict[str, int]] = None
         self.annotations: dict[str, list[str]] = {}
         self.warnings: dict[str, None] = {}
         self.raw: list[tuple[int, str]] = []
@@ -128,7 +133,8 @@ class _Row:
                 tuple([(k, v[-1]) for k, v in notes.items()]) if notes else (), tuple(self.warnings),
                 tuple(self.raw), self.driver_command,
                 tuple([(k, tuple(v)) for k, v in notes.items()]) if notes else (),
-                NO_STARTUP if self.startup is None else self.startup.freeze())
+                NO_STARTUP if self.startup is None else self.startup.freeze(),
+                tuple(self.file_executions.items()) if self.file_executions else ())
         return self._snapshot
 
 
@@ -154,6 +160,13 @@ class Catalog:
         self.finished: Optional[float] = None
         #: the first iteration's totals, settings, searches in progress and timeline
         self.startup = StartupLedger()
+        #: GPU kernel time a trace measured, by time source (``profiler``): in all and under layers
+        self.kernel_time: dict[str, KernelTime] = {}
+        #: what joining a trace to the log found, one line per trace (``logs.sources.join_traces``)
+        self.joined: list[str] = []
+        #: the log formats read into it, in the order first seen (``MIOpen``, ``cuDNN``): the
+        #: status bar names them, the empty state says how to log the format it is waiting on
+        self.formats: dict[str, None] = {}
         #: problems of rows made by ``carry_rows`` (empty for a catalog of a whole file)
         self.carried: set[Problem] = set()
 
@@ -199,6 +212,8 @@ class Catalog:
         row.sighted = True
         if count:
             row.counts[role] += 1
+            if file and role == "execution":
+                self._count_in_file(row, file, 1)
         if line > row.last_line:
             row.last_line = line
         row.sources[source] = None
@@ -218,11 +233,21 @@ class Catalog:
         row._snapshot = None
         return row
 
-    def count_again(self, row: _Row, role: str, line: int, times: int = 1) -> None:
+    @staticmethod
+    def _count_in_file(row: _Row, file: str, times: int) -> None:
+        per_file = row.file_executions
+        if per_file is None:
+            per_file = row.file_executions = {}
+        per_file[file] = per_file.get(file, 0) + times
+
+    def count_again(self, row: _Row, role: str, line: int, times: int = 1, file: str = "") -> None:
         """``times`` more calls of a layer, each seen exactly as one before it (the scanner's
         repeated-line path: what ``add_sighting`` does for a row whose sources, file,
-        warnings and source lines are already there); ``line``: the last one's."""
+        warnings and source lines are already there); ``line``: the last one's; ``file``:
+        the file they are in."""
         row.counts[role] += times
+        if file and role == "execution":
+            self._count_in_file(row, file, times)
         if line > row.last_line:
             row.last_line = line
         self.version = version = self.version + 1
@@ -342,6 +367,12 @@ class Catalog:
             self.lines += later.lines
             self.bytes += later.bytes
             self.startup.merge(later.startup, ids)
+            self.joined += later.joined
+            for name in later.formats:   # a file's format, as a serial decode notes it
+                self.formats.setdefault(name)
+            for source, kernel_time in later.kernel_time.items():
+                mine = self.kernel_time.get(source)
+                self.kernel_time[source] = kernel_time if mine is None else mine + kernel_time
             self.version += 1
 
     @staticmethod
@@ -349,8 +380,17 @@ class Catalog:
         """Add the later file's row of the same layer to ours (see ``merge``)."""
         for role, n in later.counts.items():
             row.counts[role] += n
+        if later.file_executions:
+            for file, n in later.file_executions.items():
+                Catalog._count_in_file(row, file, n)
         if later.counted_if_new is not None:   # we had the row: that sighting would not have counted
             row.counts[later.counted_if_new] -= 1
+            if later.counted_if_new == "execution" and later.file_executions:
+                # a later catalog is one file's (one decode worker): the sighting was in it
+                file = next(iter(later.file_executions))
+                row.file_executions[file] -= 1   # type: ignore[index]
+                if not row.file_executions[file]:   # type: ignore[index]
+                    del row.file_executions[file]   # type: ignore[union-attr]
         if later.last_line > row.last_line:
             row.last_line = later.last_line
         row.sources.update(later.sources)

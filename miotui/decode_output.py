@@ -16,11 +16,12 @@ from typing import IO, Iterable, Iterator, Optional
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.driver.versions import version_text
+from miotui.formats.cudnn import TRANSLATION, from_cudnn
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import LayerStartup, seconds
 from miotui.text_table import TextTable
-from miotui.timing import NO_TIME, layer_times, time_summary
+from miotui.timing import NO_TIME, layer_times, measured_line, time_summary
 
 #: the table's columns: (title, right-aligned)
 _COLUMNS = (("id", True), ("op", False), ("dir", False), ("dtype", False), ("layout", False), ("shape", False),
@@ -99,7 +100,10 @@ def write_table(out: IO[str], catalog: Catalog) -> None:
              + (f", {catalog.unknown_finds} Finds of an unknown problem" if catalog.unknown_finds else "")
              + " (id: the layer's order of arrival in the log; rows: most executed first)")
     out.write(title + "\n")
-    out.write(time_summary(times).line() + "\n")
+    out.write(time_summary(times).line(catalog.formats) + "\n")
+    measured = measured_line(layers, catalog.kernel_time)
+    for line in ([measured] if measured else []) + catalog.joined:
+        out.write(visible(line) + "\n")
     startup = catalog.startup.totals()
     if startup.kernels_compiled or startup.kernels_from_cache or startup.searches or startup.find_db_misses:
         searched = sum(1 for layer in layers if layer.startup.searched)
@@ -125,6 +129,8 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
         out.append(f"# layer {layer.id}: {layer.executions} executions, {layer.finds} finds, {layer.mentions} "
                    f"mentions: {p.op} {p.direction} {p.dtype} {getattr(p, 'layout', '')} "
                    f"(log lines {layer.first_line}-{layer.last_line})")
+        if from_cudnn(layer.sources):
+            out.append(f"#   {TRANSLATION}")
         for w in layer.warnings:
             out.append(f"#   warning: {visible(' '.join(w.split()))}")
         out.append(layer.driver_command or "#   (MIOpenDriver cannot express this layer)")
@@ -164,6 +170,8 @@ def render_to(out: IO[str], catalog: Catalog, fmt: str, version: Optional[tuple[
     if fmt == "json":
         stats = {"lines": catalog.lines, "bytes": catalog.bytes, "seconds": round(catalog.seconds, 3),
                  "unknown_finds": catalog.unknown_finds, "startup": catalog.startup.totals().to_dict()}
+        if catalog.kernel_time:   # the GPU time a trace measured (a key only where there is one)
+            stats["kernel_time"] = {source: k.to_dict() for source, k in catalog.kernel_time.items()}
         # json's ensure_ascii (the default) writes every control and non-ASCII character as \uXXXX
         export.write_json(out, layers, catalog.undecoded(), stats)
     elif fmt == "csv":

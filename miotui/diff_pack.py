@@ -19,12 +19,12 @@ import re
 import shlex
 from typing import Optional
 
+from miotui import repro_torch
 from miotui.decode_output import ms_text, shape_text, startup_text
 from miotui.diff import Comparison, LayerFacts, Pair, Side
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output, version_text
 from miotui.output_file import write_output
-from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import counted
 
@@ -34,7 +34,6 @@ VERSION_HEAD_BYTES = 4 << 20
 PACK_TOP = 10
 
 _HIP_RE = re.compile(r"HIP version (\d+(?:\.\d+){1,3})")
-_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64"}
 
 
 def log_versions(paths: list[str]) -> tuple[tuple[str, str], ...]:
@@ -97,80 +96,10 @@ def driver_script(facts: LayerFacts, side_name: str, side: Side) -> str:
 
 
 def torch_script(facts: LayerFacts) -> str:
-    """A self-contained PyTorch script timing the layer's convolution on the GPU (ROCm's
-    torch names its GPUs ``cuda`` too, and runs its convolutions with MIOpen: with
-    ``MIOPEN_LOG_LEVEL=5`` it logs the solver it picks).  Other ops get a pointer to
-    ``miotui run``, whose torch backend runs them."""
-    p = facts.layer.problem
-    dtype = _TORCH_DTYPES.get(p.dtype)
-    if not isinstance(p, ConvProblem) or dtype is None or p.pad_mode != "default":
-        why = (f"{p.op} {p.dtype}" if isinstance(p, ConvProblem) else p.op) + " has no standalone script here"
-        argv = _argv_or_none(p)
-        run = f"miotui run {shlex.quote(' '.join(argv))} --backend torch" if argv else "(no driver command)"
-        return (f'"""{why}: run it with miotui\'s torch backend instead:\n\n    {run}\n"""\n'
-                "raise SystemExit(__doc__)\n")
-    transposed = p.mode == "trans"
-    weight, out_shape = p.weight_shape, p.output_shape
-    layout = "torch.channels_last" if p.layout in ("NHWC", "NDHWC") else "torch.contiguous_format"
-    if p.ndim == 3 and layout == "torch.channels_last":
-        layout = "torch.channels_last_3d"
-    call = {"fwd": "conv(x, w, None, stride, pad, dilation, transposed, out_pad, groups)",
-            "bwd": "conv_bwd(dy, x, w, None, stride, pad, dilation, transposed, out_pad, groups, [True, False, False])",
-            "wrw": "conv_bwd(dy, x, w, None, stride, pad, dilation, transposed, out_pad, groups, "
-                   "[False, True, False])"}[p.direction]
-    what = f"{p.op} {p.direction} {p.dtype} {p.layout} {shape_text(facts.layer)}"
-    return f'''"""Layer {facts.layer.id} ({what}), timed with PyTorch.
-
-Written by miotui diff --pack. On ROCm, MIOPEN_LOG_LEVEL=5 python this.py shows the solver MIOpen
-picks; MIOPEN_FIND_MODE and the other settings in README.md change it as they did in the runs.
-"""
-import sys
-import time
-
-import torch
-
-dev = "cuda" if torch.cuda.is_available() else "cpu"
-dtype = torch.{dtype}
-fmt = {layout}
-x = torch.randn({tuple(p.input_shape)}, device=dev, dtype=dtype).to(memory_format=fmt)
-w = torch.randn({tuple(weight)}, device=dev, dtype=dtype).to(memory_format=fmt)
-dy = torch.randn({tuple(out_shape)}, device=dev, dtype=dtype).to(memory_format=fmt)
-stride, pad, dilation = {list(p.strides)}, {list(p.pads)}, {list(p.dilations)}
-transposed, out_pad, groups = {transposed}, {list(p.trans_output_pads)}, {p.groups}
-conv, conv_bwd = torch.ops.aten.convolution, torch.ops.aten.convolution_backward
-
-
-def call():
-    return {call}
-
-
-iters = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-with torch.no_grad():
-    for _ in range(5):
-        call()
-    if dev == "cuda":
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            call()
-        end.record()
-        torch.cuda.synchronize()
-        per_call = start.elapsed_time(end) / iters
-    else:
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            call()
-        per_call = (time.perf_counter() - t0) * 1000 / iters
-print(f"{{dev}} {{torch.__version__}}: {{per_call:.4g}} ms per call over {{iters}} calls")
-'''
-
-
-def _argv_or_none(problem: object) -> Optional[list[str]]:
-    try:
-        return to_driver_argv(problem)  # type: ignore[arg-type]
-    except DriverCommandError:
-        return None
+    """A self-contained PyTorch script timing the layer (``miotui.repro_torch``)."""
+    return repro_torch.torch_script(facts.layer, "miotui diff --pack",
+                                    " MIOPEN_FIND_MODE and the other settings in README.md change\nthe "
+                                    "solver MIOpen picks as they did in the runs.")
 
 
 def _facts_lines(name: str, facts: Optional[LayerFacts]) -> list[str]:

@@ -21,6 +21,7 @@ import shlex
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
+from miotui.formats.cudnn import TRANSLATION, from_cudnn
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,
@@ -30,8 +31,9 @@ from miotui.problems import (
     PoolProblem,
     SoftmaxProblem,
 )
+from miotui.run_summary import latest_per_backend, shown_index
 from miotui.safe_text import visible
-from miotui.startup import NO_STARTUP
+from miotui.startup import NO_STARTUP, LayerStartup
 from miotui.timing import NO_TIME, LayerTime, layer_times, time_summary
 
 __all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims", "run_stats", "json_encoder",
@@ -121,13 +123,34 @@ def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None,
         "time": (time or NO_TIME).to_dict(),
         "startup": getattr(layer, "startup", NO_STARTUP).to_dict(layer.finds),
     }
+    if from_cudnn(layer.sources):   # the command is not the log's own: say so beside it
+        out["driver_command_note"] = TRANSLATION
     if runs is not None:
         out["runs"] = [dict(r) for r in runs]
+        latest = latest_runs(runs)
+        out["latest_runs"] = [dict(r) for r in latest]
+        out["verdict"] = _verdict(latest)
     return out
 
 
+def latest_runs(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each backend's latest result among a layer's runs (``RunResult.to_dict()``, oldest
+    first), as the table's row picks from (``run_summary.latest_per_backend``)."""
+    return latest_per_backend(runs, lambda r: str(r.get("backend", "")), lambda r: str(r.get("status", "")))
+
+
+def _verdict(latest: Sequence[Mapping[str, Any]]) -> Optional[dict[str, Any]]:
+    """The verdict the table's row shows: the backend and status :func:`shown_index` picks,
+    with how many other backends have a result (None: never run)."""
+    i = shown_index([str(r.get("status", "")) for r in latest])
+    if i < 0:
+        return None
+    return {"backend": latest[i].get("backend"), "status": latest[i].get("status"), "others": len(latest) - 1}
+
+
 def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
-            runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> dict[str, Any]:
+            runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None,
+            whole: Optional[Sequence[Any]] = None) -> dict[str, Any]:
     """The ``--format json`` document: layers (in the order given), undecoded lines, stats.
 
     ``stats`` must hold ``lines``, ``bytes`` and ``seconds`` (``unknown_finds``, Finds whose
@@ -135,16 +158,25 @@ def to_json(catalog_layers: Sequence[Any], undecoded: Iterable[Any], stats: Mapp
     ``StartupTotals.to_dict()``, defaults to nothing counted); only those keys are kept, so
     the contract stays what the README documents; ``time`` is added from the layers.
     ``runs`` maps a layer id to its run results (``RunResult.to_dict()``); each layer then
-    carries a ``runs`` list.
+    carries a ``runs`` list, each backend's latest result (``latest_runs``) and the
+    ``verdict`` the table's row shows.  ``whole``: every layer of the run, when
+    ``catalog_layers`` are some of them (a filtered export): shares and ``stats.time`` are
+    of the whole run, as on screen, never renormalised over the layers written.
     """
     layers = list(catalog_layers)
-    times = layer_times(layers)
+    times = whole_times(layers, whole)
     return {
         "layers": [layer_json(layer, None if runs is None else runs.get(layer.id, ()), times.get(layer.id))
                    for layer in layers],
         "undecoded": [{"line": u.line, "reason": u.reason, "text": u.text} for u in undecoded],
         "stats": _stats(stats, times),
     }
+
+
+def whole_times(layers: Sequence[Any], whole: Optional[Sequence[Any]]) -> dict[int, LayerTime]:
+    """Each layer's logged time with its share of the whole run's (``whole``: every layer;
+    None: ``layers`` are all of them)."""
+    return layer_times(layers if whole is None else whole)
 
 
 def _stats(stats: Mapping[str, Any], times: Mapping[int, LayerTime]) -> dict[str, Any]:
@@ -154,7 +186,8 @@ def _stats(stats: Mapping[str, Any], times: Mapping[int, LayerTime]) -> dict[str
             "time": {"layers": summary.layers, "timed": summary.timed,
                      "total_ms": None if summary.total_ms is None else round(summary.total_ms, 6),
                      "top5_share": None if summary.top5_share is None else round(summary.top5_share, 6)},
-            "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS)}
+            "startup": dict(stats.get("startup") or _NO_STARTUP_TOTALS),
+            **({"kernel_time": dict(stats["kernel_time"])} if stats.get("kernel_time") else {})}
 
 
 def run_stats(stats: Mapping[str, Any], layers: Sequence[Any]) -> dict[str, Any]:
@@ -180,13 +213,14 @@ def json_encoder() -> json.JSONEncoder:
 
 
 def write_json(out: IO[str], catalog_layers: Iterable[Any], undecoded: Iterable[Any], stats: Mapping[str, Any],
-               runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> None:
+               runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None,
+               whole: Optional[Sequence[Any]] = None) -> None:
     """The same document as ``to_json``, written as it is made: one layer or undecoded record
     per line, so a log of 200,000 layers never holds the whole text (nor every layer's dict)
     in memory, and each line is encoded by the C encoder."""
     dumps = _ENCODER.encode
     layers = catalog_layers if isinstance(catalog_layers, list) else list(catalog_layers)
-    times = layer_times(layers)
+    times = whole_times(layers, whole)
     out.write('{"layers": [')
     sep = "\n "
     for layer in layers:
@@ -207,9 +241,16 @@ CSV_COLUMNS = ("id", "op", "direction", "dtype", "layout", "n", "c", "d", "h", "
                "gflop_per_call", "first_line", "last_line", "sources", "files", "solver", "algorithm",
                "solver_time_ms", "time_per_call_ms", "time_source", "time_total_ms", "time_share", "find_db",
                "searched", "kernels_compiled", "kernels_from_cache", "compile_ms", "tuning_ms", "warnings",
-               "driver_command",
+               "driver_command", "miopen_verdict", "miopen_error", "miopen_tolerance",
                "run_backend", "run_status", "run_median_ms", "run_min_ms", "run_max_ms", "run_gflops",
-               "run_gbps", "run_verified", "run_error", "run_tolerance")
+               "run_gbps", "run_verified", "run_error", "run_tolerance", "run_backends")
+
+#: the backends (``miotui.execute.registry.BACKENDS``, named here so that an export does not
+#: load the execution package): each has its latest result's columns in the CSV
+RUN_BACKENDS = ("numpy", "numba", "torch", "miopen-driver")
+#: a backend's CSV columns: ``<backend>_<what>`` and the ``RunResult.to_dict()`` value shown
+_BACKEND_COLUMNS = ("status", "median_ms", "min_ms", "max_ms", "error", "tolerance")
+CSV_COLUMNS = CSV_COLUMNS + tuple(f"{b.replace('-', '_')}_{what}" for b in RUN_BACKENDS for what in _BACKEND_COLUMNS)
 
 #: the CSV's run columns and the ``RunResult.to_dict()`` keys they show (the latest run)
 _RUN_COLUMNS = (("run_backend", "backend"), ("run_status", "status"), ("run_median_ms", "median_ms"),
@@ -218,20 +259,59 @@ _RUN_COLUMNS = (("run_backend", "backend"), ("run_status", "status"), ("run_medi
 
 
 def _run_cells(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The run columns of a layer: its latest run, empty when it has none."""
-    cells: dict[str, Any] = {column: "" for column in CSV_COLUMNS if column.startswith("run_")}
-    if not runs:
+    """The run columns of a layer: ``run_*`` the result its table row shows (of each
+    backend's latest, a failure before a pass: ``miotui.run_summary.shown_index``) and
+    ``run_backends`` the backends with a result; ``<backend>_*`` each backend's latest
+    result.  Empty when it has none."""
+    cells: dict[str, Any] = {column: "" for column in CSV_COLUMNS[CSV_COLUMNS.index("run_backend"):]}
+    latest = latest_runs(runs) if runs else []
+    i = shown_index([str(r.get("status", "")) for r in latest])
+    if i < 0:
         return cells
-    last = runs[-1]
+    shown = latest[i]
     for column, key in _RUN_COLUMNS:
-        value = last.get(key)
+        value = shown.get(key)
         cells[column] = "" if value is None else value
-    ver = last.get("verification") or {}
+    ver = shown.get("verification") or {}
     if ver:
         cells.update(run_verified="yes" if ver.get("ok") else "no",
                      run_error="" if ver.get("error") is None else ver["error"],
                      run_tolerance="" if ver.get("tolerance") is None else ver["tolerance"])
+    cells["run_backends"] = ";".join(str(r.get("backend", "")) for r in latest)
+    for r in latest:
+        name = str(r.get("backend", "")).replace("-", "_")
+        if f"{name}_status" not in cells:
+            continue
+        ver = r.get("verification") or {}
+        for what, value in (("status", r.get("status")), ("median_ms", r.get("median_ms")),
+                            ("min_ms", r.get("min_ms")), ("max_ms", r.get("max_ms")),
+                            ("error", ver.get("error")), ("tolerance", ver.get("tolerance"))):
+            cells[f"{name}_{what}"] = "" if value is None else value
     return cells
+
+
+def _miopen_cells(ann: Mapping[str, str]) -> dict[str, str]:
+    """MIOpen's own verdict printed in the log (MIOpenDriver's output), as the table's
+    ``MIOpen verdict`` column shows it: ``FAILED`` or ``ok``, with its error and tolerance."""
+    verdict = ann.get("driver_verdict", "")
+    return {"miopen_verdict": ("FAILED" if verdict.upper().startswith("FAIL") else "ok") if verdict else "",
+            "miopen_error": _cell(ann.get("driver_verify_error", "")) if verdict else "",
+            "miopen_tolerance": _cell(ann.get("driver_tolerance", "")) if verdict else ""}
+
+
+def kernels_logged(layers: Iterable[Any]) -> bool:
+    """Whether the log says anything about kernels (MIOPEN_LOG_LEVEL=6 lines: a kernel
+    compiled or loaded from the binary cache) for any of ``layers``: without such lines a
+    layer's kernel counts are unknown, not zero."""
+    return any(s.kernels_compiled or s.kernels_from_cache
+               for s in (getattr(layer, "startup", NO_STARTUP) for layer in layers))
+
+
+def _kernel_counts(s: LayerStartup, logged: bool) -> tuple[Any, Any]:
+    """(compiled, from the cache) for the CSV: blank where the log says nothing about kernels."""
+    if not logged and not (s.kernels_compiled or s.kernels_from_cache):
+        return "", ""
+    return s.kernels_compiled, s.kernels_from_cache
 
 
 def _blank(value: Optional[float]) -> str:
@@ -259,17 +339,23 @@ def _cell(text: str) -> str:
 csv_cell = _cell
 
 
-def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None) -> str:
+def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[str, Any]]]] = None,
+           whole: Optional[Sequence[Any]] = None) -> str:
     """One row per layer, in the order given; ``id`` is the layer's id, the ``run_*``
-    columns its latest run in ``runs`` (layer id -> ``RunResult.to_dict()`` list)."""
+    columns the result its table row shows, ``<backend>_*`` each backend's latest result
+    (``runs``: layer id -> ``RunResult.to_dict()`` list, oldest first).  ``whole``: every
+    layer of the run, when ``layers`` are some of them: ``time_share`` is of the whole run,
+    and kernel counts are blank ("not logged") only where the whole log has no kernel lines."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    times = layer_times(layers)
+    times = whole_times(layers, whole)
+    logged = kernels_logged(layers if whole is None else whole)
     for layer in layers:
         p = layer.problem
         t = times.get(layer.id, NO_TIME)
         s = getattr(layer, "startup", NO_STARTUP)
+        compiled, from_cache = _kernel_counts(s, logged)
         cols = layer_columns(p)
         ann = dict(layer.annotations)
         row = {
@@ -281,10 +367,11 @@ def to_csv(layers: Sequence[Any], runs: Optional[Mapping[int, Sequence[Mapping[s
             "algorithm": _cell(ann.get("algorithm", "")), "solver_time_ms": _cell(ann.get("solver_time_ms", "")),
             "time_per_call_ms": _blank(t.per_call_ms), "time_source": t.source or "",
             "time_total_ms": _blank(t.total_ms), "time_share": "" if t.share is None else f"{t.share:.6g}",
-            "find_db": s.find_db, "searched": "yes" if s.searched else "no", "kernels_compiled": s.kernels_compiled,
-            "kernels_from_cache": s.kernels_from_cache, "compile_ms": _blank(s.compile_ms),
+            "find_db": s.find_db, "searched": "yes" if s.searched else "no", "kernels_compiled": compiled,
+            "kernels_from_cache": from_cache, "compile_ms": _blank(s.compile_ms),
             "tuning_ms": _blank(s.tuning_ms),
             "warnings": _cell(" | ".join(layer.warnings)), "driver_command": layer.driver_command,
+            **_miopen_cells(ann),
             **_run_cells(runs.get(layer.id, ()) if runs else ()),
         }
         w.writerow([row[c] for c in CSV_COLUMNS])
@@ -298,21 +385,24 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
-def to_driver_script(layers: Sequence[Any]) -> str:
-    """A bash script running every layer with MIOpenDriver, most executed first.
+def to_driver_script(layers: Sequence[Any], keep_order: bool = False) -> str:
+    """A bash script running every layer with MIOpenDriver, most executed first, or in the
+    order given (``keep_order``: the app's export follows the table's order, as its
+    dialog says).
 
-    The layers are sorted here (executions, then finds, then mentions, descending;
+    Otherwise the layers are sorted here (executions, then finds, then mentions, descending;
     first seen first on ties), so callers may pass them in any order.  Each command gets
     ``-t 1`` (print kernel time) and the script's own arguments, so
     ``./layers.sh -V 0 -i 100`` passes ``-V 0 -i 100`` to every layer.  The driver binary
     is ``$MIOPEN_DRIVER`` or ``MIOpenDriver`` on PATH.  A failing layer is reported and
     the script goes on; its exit status is the number of failures (capped at 255).
     """
-    ordered = sorted(layers, key=lambda s: (-s.executions, -s.finds, -s.mentions, s.first_line,
-                                            getattr(s, "index", 0)))
+    ordered = list(layers) if keep_order else sorted(
+        layers, key=lambda s: (-s.executions, -s.finds, -s.mentions, s.first_line, getattr(s, "index", 0)))
+    order = "in the order miotui's table showed them" if keep_order else "most executed first"
     out = [
         "#!/usr/bin/env bash",
-        "# MIOpenDriver commands for the unique layers of a MIOpen log, most executed first.",
+        f"# MIOpenDriver commands for the unique layers of a MIOpen log, {order}.",
         "# Written by miotui. Usage: bash this.sh [extra MIOpenDriver flags, e.g. -V 0 -i 100]",
         "# The driver is $MIOPEN_DRIVER, else MIOpenDriver on PATH (e.g. /opt/rocm/bin/MIOpenDriver).",
         'DRIVER="${MIOPEN_DRIVER:-MIOpenDriver}"',
@@ -325,6 +415,8 @@ def to_driver_script(layers: Sequence[Any]) -> str:
         out.append(f"# layer {layer.id}: {p.op} {p.direction} {p.dtype} {p.layout} {shape} - "
                    f"{_plural(layer.executions, 'execution')}, {_plural(layer.finds, 'find')}, "
                    f"{_plural(layer.mentions, 'mention')}; log lines {layer.first_line}-{layer.last_line}")
+        if from_cudnn(getattr(layer, "sources", ())):
+            out.append(f"#   {TRANSLATION}")
         for warning in layer.warnings:
             out.append("#   warning: " + visible(" ".join(warning.split())))
         argv, why = _driver_argv(p)

@@ -66,6 +66,8 @@ class PollData:
     sources: Optional[tuple] = None
     #: executions and finds a second, over the last ~2 s
     calls_per_s: float = 0.0
+    #: the log formats read so far (``Catalog.formats``: ``MIOpen``, ``cuDNN``)
+    formats: tuple = ()
 
 
 class _Rate:
@@ -220,7 +222,7 @@ class Poller:
                     state=self.reader.state_text(), finished=self.reader.finished,
                     events=self.reader.drain_events(), job=job, job_env=job_env, time_summary=summary,
                     time_sources=books.sources() if summary is not None else (), startup=startup,
-                    sources=sources, calls_per_s=call_rate.add(t0, books.total_calls))
+                    sources=sources, calls_per_s=call_rate.add(t0, books.total_calls), formats=tuple(cat.formats))
             except Exception as e:  # pragma: no cover - keep polling whatever happens
                 if self.on_error is not None:
                     self.on_error(f"poller: {e!r}")

@@ -23,14 +23,15 @@ from miotui.widgets.job_pane import JobPane
 PANE_POLL_S = 0.2
 
 
-def empty_record_text(lines: int, warning: str, finished: bool) -> str:
-    """Why the table of a recorded job is empty (``warning``: a cuDNN log, not decoded)."""
-    head = f"No MIOpen layer in {lines:,} lines the job has written" + ("." if finished else " yet.")
+def empty_record_text(lines: int, warning: str, finished: bool, library: str = "MIOpen") -> str:
+    """Why the table of a recorded job is empty (``library``: the one whose logging record
+    switched on, MIOpen or cuDNN; ``warning``: something said at start)."""
+    head = f"No {library} layer in {lines:,} lines the job has written" + ("." if finished else " yet.")
     if warning:
         return f"{head}\n\n{warning}."
-    return (f"{head}\n\nThe job runs with MIOpen's logging switched on (the variables are the job pane's first "
-            "lines): each layer shows here when the job first calls MIOpen for it. A job that runs no "
-            "MIOpen call (CPU only, or another library) logs none.")
+    return (f"{head}\n\nThe job runs with {library}'s logging switched on (the variables are the job pane's first "
+            f"lines): each layer shows here when the job first calls {library} for it. A job that runs no "
+            f"{library} call (CPU only, or another library) logs none.")
 
 
 class RecordApp(MiotuiApp):
@@ -42,12 +43,14 @@ class RecordApp(MiotuiApp):
     ]
 
     def __init__(self, job: RecordedJob, paths: list[str], report: Sequence[str] = (), warning: str = "",
-                 **kw: Any) -> None:
+                 library: str = "MIOpen", **kw: Any) -> None:
         super().__init__(paths, follow=True, pid=job.pid, find_job=False, **kw)
         self.job = job
         self.report = list(report)
-        #: said at start and kept on screen a while (a cuDNN log: recorded, not decoded)
+        #: said at start and kept on screen a while
         self.warning = warning
+        #: whose logging record switched on (MIOpen or cuDNN): the empty state names it
+        self.library = library
         self.told_end = False
         self.pane = JobPane(self._title(), self.report, id="job-pane")
 
@@ -62,7 +65,8 @@ class RecordApp(MiotuiApp):
         (record set it), but what the job runs with and why no layer may have come yet."""
         super()._update_empty_state(data)
         if not self.model.layers and data.lines:
-            self.layers_screen.set_empty_state(empty_record_text(data.lines, self.warning, self.job.finished.is_set()))
+            self.layers_screen.set_empty_state(empty_record_text(data.lines, self.warning, self.job.finished.is_set(),
+                                                                   self.library))
 
     def _add_pane(self) -> None:
         if not self.pane.is_mounted:

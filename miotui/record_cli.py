@@ -20,7 +20,7 @@ import textwrap
 import time
 from typing import Optional, Sequence
 
-from miotui.record_env import CUDNN_NOT_DECODED, LEVEL_HELP, LEVELS
+from miotui.record_env import CUDNN_NOTE, LEVEL_HELP, LEVELS
 
 TRACE_UNAVAILABLE = ("--trace is not available yet: this miotui cannot read PyTorch profiler traces (the profiler "
                      "support has not landed); record without --trace")
@@ -32,7 +32,7 @@ EPILOG = "levels (each adds to the one before; the cost is the job's, in log lin
 The variables you already set are kept (and reported); the level only adds what is missing.
 On an NVIDIA machine (--vendor nvidia, or auto: the NVIDIA driver is loaded and torch, if installed,
 reports CUDA) cuDNN's switches are set instead: CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr.
-""" + textwrap.fill(CUDNN_NOT_DECODED + ".", 100) + """
+""" + textwrap.fill(CUDNN_NOTE + ".", 100) + """
 
 The job's stdout and stderr go, in the order it wrote them, to the log file. Its own lines (not
 MIOpen's or cuDNN's) show in the app's job pane, or pass through to miotui's stderr with --headless
@@ -63,7 +63,7 @@ def record_parser() -> argparse.ArgumentParser:
     p.add_argument("--level", choices=tuple(LEVELS), default="layers",
                    help="what MIOpen logs (default: layers; see below for what each costs)")
     p.add_argument("--vendor", choices=("auto", "amd", "nvidia"), default="auto",
-                   help="amd: MIOpen's switches; nvidia: cuDNN's (recorded, not decoded yet); auto (default): "
+                   help="amd: MIOpen's switches; nvidia: cuDNN's (decoded and followed live); auto (default): "
                         "nvidia when the NVIDIA driver is loaded and torch reports CUDA, else amd")
     p.add_argument("--ranks", choices=("auto", "on", "off"), default="auto",
                    help="one log per rank (auto: when CMD is a rank launcher such as torchrun or mpirun)")
@@ -172,7 +172,7 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
     if vendor == "nvidia":
         if ns.level != "layers":
             report.append(f"--level {ns.level} is MIOpen's: cuDNN logs every call at CUDNN_LOGLEVEL_DBG=3")
-        report.append(CUDNN_NOT_DECODED)
+        report.append(CUDNN_NOTE)
     stdin = 0 if ns.headless and not _is_tty(0) else None
     job = RecordedJob(command, setup.env, path, passthrough=2 if ns.headless else None, grace_s=ns.grace,
                       stdin=stdin)
@@ -189,7 +189,7 @@ def record(ns: argparse.Namespace, command: list[str]) -> int:
     paths = [path] + ([plan.follow_glob] if plan.split else [])
     if ns.headless:
         return _headless(job, ns.format, report, plan, vendor)
-    return _live(job, paths, report, CUDNN_NOT_DECODED if vendor == "nvidia" else "")
+    return _live(job, paths, report, "cuDNN" if vendor == "nvidia" else "MIOpen")
 
 
 def _is_tty(fd: int) -> bool:
@@ -236,8 +236,6 @@ def _headless(job, fmt: str, report: list[str], plan, vendor: str) -> int:
     _say(f"{job.status_text()}; log: {job.log_path} ({job.bytes:,} bytes)" +
          (f" and {len(plan.rank_logs())} rank log(s)" if plan.split else ""))
     code = _print_decode([job.log_path, *plan.rank_logs()], fmt)
-    if vendor == "nvidia":
-        _say(CUDNN_NOT_DECODED)
     return job.exit_code if job.exit_code or code == 0 else code
 
 
@@ -255,10 +253,10 @@ def _print_decode(paths: list[str], fmt: str) -> int:
     return write_stdout(lambda out: render_to(out, catalog, fmt, version), "miotui record")
 
 
-def _live(job, paths: list[str], report: list[str], warning: str) -> int:
+def _live(job, paths: list[str], report: list[str], library: str) -> int:
     from miotui.launch import app_settings, run_app
     from miotui.record_app import RecordApp
-    app = RecordApp(job, paths, report, warning, **app_settings())
+    app = RecordApp(job, paths, report, library=library, **app_settings())
     try:
         run_app(app, job=job)
     finally:

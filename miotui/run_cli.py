@@ -63,12 +63,47 @@ def add_run_parser(subparsers: Any) -> argparse.ArgumentParser:
                         '"ssh gpu-node", "srun -p gpu"')
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="give up on a run after S seconds (default 600)")
+    p.add_argument("--script", action="store_true",
+                   help="print a standalone PyTorch script of the layer instead of running it (its shapes, "
+                        "data type, layout and, from a cuDNN log, TF32 flag; timed with CUDA events; "
+                        "runs on any CUDA or ROCm GPU and on a CPU)")
     p.set_defaults(run_main=run_main)
     return p
 
 
 class UsageError(Exception):
     """Bad arguments or an unparseable command: exit status 2."""
+
+
+def _log_layer(ns: argparse.Namespace) -> Any:
+    """The layer ``--log FILE --layer K`` names (its ``LayerSnapshot``)."""
+    if ns.layer is None:
+        raise UsageError("--log needs --layer K (see `miotui decode FILE` for the numbers)")
+    if ns.layer < 1:
+        raise UsageError(f"--layer counts from 1, got {ns.layer}")
+    from miotui.logs.sources import decode_paths
+    try:
+        catalog = decode_paths(list(ns.log))
+    except OSError as e:
+        raise UsageError(f"cannot read {e.filename or ns.log[0]}: {e.strerror or e}") from e
+    layers = {layer.id: layer for layer in catalog.layers()}
+    if not layers:
+        raise UsageError(f"no layers decoded from {', '.join(ns.log)}")
+    if ns.layer not in layers:
+        raise UsageError(f"--layer {ns.layer}: the log has {len(layers)} unique layer(s), ids 1 to {len(layers)}")
+    return layers[ns.layer]
+
+
+def _script(ns: argparse.Namespace, problems: list[Any]) -> int:
+    """``--script``: the PyTorch script of each layer, on stdout."""
+    from types import SimpleNamespace
+
+    from miotui.repro_torch import has_torch_script, torch_script
+    layers = [_log_layer(ns)] if ns.log else [SimpleNamespace(id=i, problem=p, annotations=())
+                                              for i, p in enumerate(problems, 1)]
+    for layer in layers:
+        sys.stdout.write(torch_script(layer, "miotui run --script"))
+    return EXIT_OK if all(has_torch_script(layer.problem) for layer in layers) else EXIT_USAGE
 
 
 def _problems_from_args(ns: argparse.Namespace) -> tuple[list[Any], list[str], str]:
@@ -78,21 +113,7 @@ def _problems_from_args(ns: argparse.Namespace) -> tuple[list[Any], list[str], s
     if command and ns.log:
         raise UsageError("give a MIOpenDriver command or --log FILE --layer K, not both")
     if ns.log:
-        if ns.layer is None:
-            raise UsageError("--log needs --layer K (see `miotui decode FILE` for the numbers)")
-        if ns.layer < 1:
-            raise UsageError(f"--layer counts from 1, got {ns.layer}")
-        from miotui.logs.sources import decode_paths
-        try:
-            catalog = decode_paths(list(ns.log))
-        except OSError as e:
-            raise UsageError(f"cannot read {e.filename or ns.log[0]}: {e.strerror or e}") from e
-        layers = {layer.id: layer for layer in catalog.layers()}
-        if not layers:
-            raise UsageError(f"no layers decoded from {', '.join(ns.log)}")
-        if ns.layer not in layers:
-            raise UsageError(f"--layer {ns.layer}: the log has {len(layers)} unique layer(s), ids 1 to {len(layers)}")
-        layer = layers[ns.layer]
+        layer = _log_layer(ns)
         where = f"layer {ns.layer} of {', '.join(ns.log)} ({layer.executions} executions, line {layer.first_line})"
         return [layer.problem], list(layer.warnings), where
     if ns.layer is not None:
@@ -139,6 +160,8 @@ def run_main(ns: argparse.Namespace) -> int:
     except UsageError as e:   # it may quote the command or a log's file name: untrusted text
         print(f"miotui run: {visible(str(e))}", file=sys.stderr)
         return EXIT_USAGE
+    if ns.script:
+        return _script(ns, problems)
     from miotui.execute.backends import BACKENDS
     from miotui.execute.runner import run_layer
     from miotui.run_queue import plan_backends

@@ -25,6 +25,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from miotui.run_summary import latest_per_backend
+
 #: results kept per layer (older ones are dropped)
 HISTORY_KEPT = 50
 #: MIOpenDriver output lines kept in a panel's buffer between two repaints
@@ -160,6 +162,12 @@ class RunBook:
             latest.pop(rec.result.backend, None)
             latest[rec.result.backend] = rec.result
         return list(latest.values())
+
+    def shown_by_backend(self, layer_id: int) -> list[Any]:
+        """Each backend's latest result (``run_summary.latest_per_backend``: a later ``n/a``
+        or ``cancelled`` never hides an earlier result): what the table's row picks from."""
+        return latest_per_backend((rec.result for rec in self._history.get(layer_id, ())),
+                                  lambda r: r.backend, lambda r: r.status)
 
     def last(self, layer_id: int) -> Optional[Any]:
         history = self._history.get(layer_id)

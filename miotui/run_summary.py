@@ -9,9 +9,11 @@ No Rich, no Textual: plain strings and frozen values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar
 
 from miotui import units
+
+T = TypeVar("T")
 
 #: verdicts a row can show, and how serious each is (for colours and notification levels)
 GOOD, BAD, NEUTRAL = "good", "bad", "neutral"
@@ -40,11 +42,67 @@ class RunSummary:
     rate_text: str = ""
     noisy: bool = False
     cached: bool = False
+    #: other backends with a latest result of their own (the row names one: ``ok torch +2``)
+    others: int = 0
 
     @property
     def verdict_text(self) -> str:
         marks = [m for m, on in (("noisy", self.noisy), ("cached", self.cached)) if on]
-        return self.verdict + (" (" + ", ".join(marks) + ")" if marks else "")
+        text = self.verdict
+        if self.backend and self.verdict not in ("queued", "running"):
+            text += f" {self.backend}"
+        if self.others:
+            text += f" +{self.others}"
+        return text + (" (" + ", ".join(marks) + ")" if marks else "")
+
+
+#: which of a layer's results its row shows, best first: a failure always wins over a pass
+#: (the row must never read ``ok`` while a backend disagrees), a pass over a crash, and
+#: ``n/a``, ``refused`` and ``cancelled`` (nothing was measured) never hide a result
+_SHOWN_FIRST = ("failed", "FAILED", "ok", "error", "refused", "n/a", "cancelled")
+
+
+def shown_index(statuses: Sequence[str]) -> int:
+    """The index of the result a row shows among each backend's latest (``statuses``,
+    oldest first, as ``RunResult.status`` or a verdict): the most telling by
+    :data:`_SHOWN_FIRST`, the newest of equals; -1 for none."""
+    best, best_rank = -1, len(_SHOWN_FIRST) + 1
+    for i, status in enumerate(statuses):
+        rank = _SHOWN_FIRST.index(status) if status in _SHOWN_FIRST else len(_SHOWN_FIRST)
+        if rank <= best_rank:
+            best, best_rank = i, rank
+    return best
+
+
+#: result statuses that measured nothing: they never hide a result (:func:`latest_per_backend`)
+NOTHING_MEASURED = frozenset({"n/a", "cancelled"})
+
+
+def latest_per_backend(results: Iterable[T], backend: Callable[[T], str], status: Callable[[T], str]) -> list[T]:
+    """Each backend's latest *result* among ``results`` (oldest first), in the order the
+    backends last ran: a later ``n/a`` or ``cancelled`` (nothing was measured) does not
+    replace an earlier result of the same backend; it stands only where there is nothing
+    else.  What a row's verdict is picked from and what the exports keep per backend;
+    ``backend``/``status`` read a ``RunResult`` or its ``to_dict()``."""
+    latest: dict[str, T] = {}
+    for r in results:
+        name, before = backend(r), latest.get(backend(r))
+        if status(r) in NOTHING_MEASURED and before is not None and status(before) not in NOTHING_MEASURED:
+            continue
+        latest.pop(name, None)
+        latest[name] = r
+    return list(latest.values())
+
+
+def row_summary(latest: Sequence[Any]) -> Optional[RunSummary]:
+    """What a table row shows of a layer's runs: of each backend's latest result
+    (``RunBook.latest_by_backend``), the one :func:`shown_index` picks, naming its
+    backend and counting the others (None: never run)."""
+    i = shown_index([r.status for r in latest])
+    if i < 0:
+        return None
+    s = summary_of(latest[i])
+    return RunSummary(s.ms, s.rate, s.verdict, s.backend, s.rate_text, s.noisy, s.cached, len(latest) - 1)
 
 
 def summary_of(result: Any) -> RunSummary:
@@ -69,6 +127,18 @@ def timing_text(result: Any) -> str:
              f"{result.iterations} iterations" if result.iterations else ""]
     inner = ", ".join(p for p in parts if p)
     return f"{units.time_ms(result.median_ms)} median" + (f" ({inner})" if inner else "")
+
+
+def rate_arithmetic(result: Any) -> str:
+    """``speed 988 MB/s = 206 MB moved / 208 ms median``: the rate with what it divides, in
+    the same unit family, so a reader's own division comes out as printed (empty without
+    a time)."""
+    p = result.problem
+    if not result.median_ms:
+        return ""
+    rate = units.throughput(p, result.gflops, result.gbps)
+    work = f"{units.size(p.bytes_moved)} moved" if units.memory_bound(p) else units.flops(p.flops)
+    return f"speed {rate} = {work} / {units.time_ms(result.median_ms)} median"
 
 
 def noise_warning(result: Any) -> str:

@@ -118,8 +118,11 @@ class StartupTotals:
     def summary(self, layers_searched: int, layers: int) -> str:
         """One line: ``first iteration: 42 layers, 31 searched, 118 kernels compiled, 212 s
         in compiles, 95 s in tuning``."""
-        parts = [f"first iteration: {counted(layers, 'layer')}", f"{layers_searched} searched",
-                 f"{counted(self.kernels_compiled, 'kernel')} compiled", f"{self.kernels_from_cache} from cache"]
+        parts = [f"first iteration: {counted(layers, 'layer')}", f"{layers_searched} searched"]
+        if self.kernels_compiled or self.kernels_from_cache:
+            parts += [f"{counted(self.kernels_compiled, 'kernel')} compiled", f"{self.kernels_from_cache} from cache"]
+        else:   # no level-6 line: "0 kernels compiled" would be a claim the log does not make
+            parts.append("kernels not logged")
         if self.compile_ms is not None:
             parts.append(f"{seconds(self.compile_ms)} in compiles")
         if self.tuning_ms is not None:

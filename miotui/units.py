@@ -7,9 +7,10 @@ The rules:
 * three significant digits, never an exponent (``6.4e-08 GFLOP`` is unreadable): a
   value is scaled to the SI prefix that keeps it in ``[1, 1000)`` (``64 FLOP``,
   ``1.23 TFLOP/s``, ``450 µs``);
-* sizes of memory and files are binary and labelled so (``116 MiB`` for 122 MB);
-  rates are decimal, as bandwidths are quoted (``45.6 GB/s`` = 45.6e9 bytes per
-  second, what ``RunResult.gbps`` holds);
+* one unit family: sizes and rates are decimal (``122 MB``, ``45.6 GB/s`` = 45.6e9 bytes
+  per second, what ``RunResult.gbps`` holds), as bandwidths are quoted.  A size in MiB
+  next to a rate in MB/s made "196 MiB in 0.208 s" read as 987 MB/s: the arithmetic a
+  reader does on a screen must come out as printed;
 * a layer is judged by the rate that bounds it: convolutions (and fusion plans with
   one) by FLOP/s, every other op (batch norm, activation, pooling, softmax, LRN,
   layer/group norm, reductions, concatenation ...) by GB/s;
@@ -30,7 +31,7 @@ MISSING = "—"
 COMPUTE_BOUND_OPS = frozenset({"conv", "gemm", "rnn", "mha", "attention", "matmul"})
 
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
-_BINARY = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+_DECIMAL = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
 
 
 def _finite(value: Optional[float]) -> bool:
@@ -106,12 +107,12 @@ def byte_rate(gbps: Optional[float]) -> str:
 
 
 def size(nbytes: Optional[float]) -> str:
-    """A size in memory or on disk, binary units labelled as such: ``512 B``,
-    ``116 MiB``, ``1.50 GiB``."""
+    """A size in memory or on disk, in the rates' decimal units: ``512 B``, ``122 MB``,
+    ``1.50 GB``."""
     if not _finite(nbytes):
         return MISSING
     v = float(nbytes)  # type: ignore[arg-type]
-    for factor, unit in _BINARY:
+    for factor, unit in _DECIMAL:
         if abs(v) >= factor * 0.9995:
             return f"{sig(v / factor)} {unit}"
     return f"{int(v):,} B"

@@ -63,3 +63,21 @@ def started_readers() -> Iterator:
     finally:
         for r in readers:
             r.stop()
+
+
+def has_inotify() -> bool:
+    """Linux inotify can be had here (the tests of what it changes are skipped where not)."""
+    from miotui.logs.follow import open_watcher
+    w = open_watcher()
+    if w is None:
+        return False
+    w.close()
+    return True
+
+
+def rank_logs(folder, count: int, times: int = 1) -> list:
+    """``rank0.log`` .. each holding ``times`` of its own convolution (N = its number + 1)."""
+    logs = [folder / f"rank{i}.log" for i in range(count)]
+    for i, log in enumerate(logs):
+        log.write_text(conv(i + 1) * times)
+    return logs

@@ -116,7 +116,7 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         t.move_cursor_to(2)
         await pilot.press("enter")
         assert isinstance(app.screen, DetailScreen)
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: app.screen.ready)
         detail = " ".join(plain(s) for s in app.screen.query("Static"))
         assert "RunForwardGPU() FAILED" in detail and "[@click=app.quit]Q[/]" in detail
         assert "<U+202E>gnp.exe<U+202C>" in detail, "a bidi override is named, not applied"

@@ -126,7 +126,7 @@ def test_op_kind_and_results():
     assert m.view == [1, 2, 3, 6]
     m.set_op_kind(None)
     m.set_result(3, RunSummary(1.5, 3000.0, "FAILED", "numpy", rate_text="3.00 TFLOP/s"))
-    assert m.rows[3].cells["verdict"] == "FAILED" and m.rows[3].cells["rate"] == "3.00 TFLOP/s"
+    assert m.rows[3].cells["verdict"] == "FAILED numpy" and m.rows[3].cells["rate"] == "3.00 TFLOP/s"
     assert m.rows[3].cells["run_ms"] == "1.50 ms"
     m.set_filter("verdict:failed")
     assert m.view == [3]

@@ -88,6 +88,7 @@ def test_sighup_after_a_run_with_a_screen_open_always_ends_the_app(tmp_path):
         apps = [Pty(str(log), env=env) for _ in range(4)]
         for app in apps:
             app.read_until(b"Filter", timeout=60)       # the footer: the app is up
+            app.read_until(b"1/1 layers", timeout=60)   # and the layer is in the table (else r has none)
             app.send(b"r")
         for app in apps:
             app.read_until(b"layer 1 on ", timeout=60)  # the run's notification

@@ -110,7 +110,7 @@ def test_detail_screen(log, snap_compare):
         app = pilot.app
         app.layers_screen.table.move_cursor_to(1)
         await pilot.press("enter")
-        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None)
+        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None and app.screen.ready)
         await pilot.pause(0.1)
     assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
 
@@ -166,6 +166,7 @@ def test_first_iteration_screen(first_iteration_log, snap_compare, size):
     async def before(pilot):
         await read_first_iteration(pilot)
         await pilot.press("i")
+        await until(pilot, lambda: getattr(pilot.app.screen, "ready", False))
         await pilot.pause(0.3)
     assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)
 
@@ -176,7 +177,7 @@ def test_detail_time_and_first_iteration(first_iteration_log, snap_compare, size
         await read_first_iteration(pilot)
         await pilot.press("enter")
         app = pilot.app
-        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None)
+        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None and app.screen.ready)
         if size == (80, 24):     # the sections below the command and the fields
             app.screen.query_one("#detail-time").scroll_visible(top=True, animate=False)
         await pilot.pause(0.3)

@@ -92,7 +92,7 @@ async def test_an_untimed_log_says_how_to_time_it(tmp_path):
         line = plain(app.layers_screen.query_one("#time-line"))
         assert line.startswith("0 of 2 layers timed (no time in the log: MIOPEN_LOG_LEVEL=5")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         section = plain(app.screen.query_one("#detail-time"))
         assert "not in the log" in section and "MIOPEN_PERFORMANCE_LOGS=1" in section
 
@@ -134,9 +134,10 @@ async def test_a_run_in_miotui_is_its_own_figure_never_in_the_log_totals(tmp_pat
         assert (after["call_ms"], after["total_ms"], after["share"]) == \
             (before["call_ms"], before["total_ms"], before["share"])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         section = plain(app.screen.query_one("#detail-time"))
-        assert "miotui run (numpy)" in section and "not the log's GPU time" in section
+        # (laid out at the screen's width, as shown: the sentence wraps after "measured here, not the log's GPU")
+        assert "miotui run (numpy)" in section and "measured here, not the log's GPU" in section
         assert "6.00 ms (3 executions)" in section and "60.0% of the logged GPU time" in section
 
 
@@ -153,7 +154,7 @@ async def test_the_detail_shows_the_time_with_its_source_and_the_first_iteration
         lt = app.model.layer_time(snap.id)
         table(app).move_cursor_to(snap.id)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         text = plain(app.screen.query_one("#detail-time"))
         assert "LogConvolutionExecution" in text, "the per-call time names its source"
         assert f"{100 * lt.share:.1f}% of the logged GPU time" in text
@@ -175,7 +176,7 @@ async def test_i_opens_the_first_iteration_with_its_totals_settings_and_timeline
                          and app.model.startup.anything, timeout=20)
         await pilot.pause(0.2)
         await pilot.press("i")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready)
         screen = app.screen
         layers = app.catalog.layers()
         totals = app.catalog.startup.totals()
@@ -208,7 +209,7 @@ async def test_following_a_log_mid_search_shows_its_progress_then_its_end(tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.model.startup.totals.searching, timeout=20, what="a search in progress")
         await pilot.press("i")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready)
         searching = app.screen.query_one("#startup-searching")
         text = plain(searching)
         assert "ConvAsmImplicitGemmGTCDynamicFwdXdlops" in text and "236/1,160" in text and "20%" in text
@@ -218,7 +219,7 @@ async def test_following_a_log_mid_search_shows_its_progress_then_its_end(tmp_pa
         layer_id = app.model.startup.totals.searching[0].layer_id
         table(app).move_cursor_to(layer_id)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         detail = app.screen
         assert "searching now" in plain(detail.query_one("#detail-time"))
         assert "tuning search     in progress" in plain(detail.query_one("#detail-time"))
@@ -231,7 +232,7 @@ async def test_following_a_log_mid_search_shows_its_progress_then_its_end(tmp_pa
             fh.write("".join(first_iteration[cut + 1:]))
         await wait_until(pilot, lambda: "searching now" not in plain(detail.query_one("#detail-time")), timeout=20)
         await pilot.press("escape", "i")
-        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready)
         await wait_until(pilot, lambda: "none running" in plain(app.screen.query_one("#startup-searching")),
                          timeout=20)
         assert "tuning" in plain(app.screen.query_one("#startup-title"))

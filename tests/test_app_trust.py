@@ -111,9 +111,9 @@ async def test_a_result_from_the_cache_is_marked_as_such(log):
             await wait_until(pilot, lambda n=n: len(app.runs.history(5)) == n and not app.running, timeout=30)
         assert [rec.result.cached for rec in app.runs.history(5)] == [False, True]
         # "ok (noisy, cached)" when the run's spread was wide on a loaded host
-        assert table(app).row_text(5)["verdict"] in ("ok (cached)", "ok (noisy, cached)")
+        assert table(app).row_text(5)["verdict"] in ("ok numpy (cached)", "ok numpy (noisy, cached)")
         app.open_detail(5)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         assert "(cached)" in detail_text(app, "runs")
 
 
@@ -133,7 +133,7 @@ async def test_all_backends_on_a_dense_conv_lists_numba_as_not_applicable(log):
         assert [r.status for r in numba] == ["n/a"]
         assert "numba's direct kernels are for depthwise" in numba[0].message
         app.open_detail(1)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         assert "n/a: a dense convolution: numba's direct kernels" in " ".join(detail_text(app, "runs").split())
 
 
@@ -161,10 +161,10 @@ async def test_a_noisy_result_is_flagged_with_its_spread(log, monkeypatch):
         await wait_until(pilot, lambda: not app.running and app.results_for(5), timeout=30)
         result = app.results_for(5)[-1]
         assert result.noisy and result.spread > 1.5
-        assert table(app).row_text(5)["verdict"] == "ok (noisy)"
+        assert table(app).row_text(5)["verdict"] == "ok numpy (noisy)"
         assert any("noisy" in n.message and n.severity == "warning" for n in app._notifications)
         app.open_detail(5)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         runs = " ".join(detail_text(app, "runs").split())
         assert "ok noisy" in runs and "the median is ×" in runs and "min–max" in runs
 
@@ -214,19 +214,19 @@ async def test_units_mib_gb_per_s_for_memory_bound_layers_and_no_exponents(log):
         assert table(app).row_text(1)["rate"].endswith("FLOP/s")
         bnorm = table(app).row_text(5)["rate"]
         assert bnorm.endswith("B/s") and "FLOP" not in bnorm, f"a batch norm is judged by bandwidth: {bnorm}"
-        assert re.search(r"\d KiB ·", status_text(app)), status_text(app)
+        assert re.search(r"\d kB ·", status_text(app)), status_text(app)
         for row in shown(app):
             for key, cell in row.items():
                 assert not re.search(r"\de[-+]\d", cell), (key, cell)
         app.open_detail(5)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready)
         assert "B/s" in detail_text(app, "runs") and "FLOP/s" not in detail_text(app, "runs")
 
 
 def test_the_precision_policy():
     from miotui import units
     assert units.flops(64) == "64.0 FLOP" and units.flops(6.4e-8 * 1e9) == "64.0 FLOP"
-    assert units.size(122_000_000) == "116 MiB" and units.size(512) == "512 B"
+    assert units.size(122_000_000) == "122 MB" and units.size(512) == "512 B"
     assert units.time_ms(0.45) == "450 µs" and units.time_ms(1234) == "1.23 s" and units.time_ms(12.34) == "12.3 ms"
     assert units.byte_rate(0.8) == "800 MB/s" and units.flop_rate(1234) == "1.23 TFLOP/s"
     assert units.sig(9.996) == "10.0" and units.sig(1234.4) == "1,234"

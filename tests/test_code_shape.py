@@ -26,7 +26,8 @@ PACKAGE = ROOT / "miotui"
 CORE = ("miotui.problems", "miotui.driver", "miotui.driver.commands", "miotui.driver.tables", "miotui.logs.scan",
         "miotui.logs.sources", "miotui.logs.follow", "miotui.logs.trace", "miotui.logs.levels", "miotui.catalog",
         "miotui.execute.runner", "miotui.execute.backends", "miotui.export", "miotui.decode_output",
-        "miotui.decode_cli", "miotui.run_cli", "miotui.safe_text", "miotui.samplegen", "miotui.output_file")
+        "miotui.decode_cli", "miotui.run_cli", "miotui.safe_text", "miotui.samplegen", "miotui.output_file",
+        "miotui.formats.cudnn", "miotui.diff")
 MAX_LINES = 800
 
 

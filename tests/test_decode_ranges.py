@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_decode_parallel import REAL_LOGS, SAMPLE_LOGS, UNDECODABLE, assert_same, outputs, state
+from test_decode_parallel import REAL_LOGS, ROOT, SAMPLE_LOGS, UNDECODABLE, assert_same, outputs, state
 
 from miotui.catalog import Catalog
 from miotui.decode_cli import decode_main
@@ -234,6 +234,21 @@ def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
         if fmt == "json":
             one, two = (t.split('"seconds"')[0] for t in (one, two))
         assert one == two
+
+
+def test_only_a_plain_utf8_miopen_log_is_split(tmp_path, monkeypatch):
+    """A cuDNN log has a scanner of its own and a UTF-16 log is converted before it is
+    scanned (its byte offsets are not the text's): both are decoded whole."""
+    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    text = generate_text(SampleSpec(format="command", iterations=2, seed=5, elapsed=False))
+    plain, utf16 = tmp_path / "plain.log", tmp_path / "utf16.log"
+    plain.write_text(text, encoding="utf-8")
+    utf16.write_bytes(text.encode("utf-16"))
+    cudnn = next((ROOT / "tests" / "data" / "cudnn" / "public").glob("*.log"))
+    assert range_workers(str(plain)) == 2
+    assert range_workers(str(utf16)) == 1
+    assert range_workers(str(cudnn)) == 1
 
 
 # ---------------------------------------------------------------------- today's prefix

@@ -226,15 +226,17 @@ def test_json_pairs_follow_the_table_order(tmp_path):
     assert [p.changes for p in again.pairs] == [p.changes for p in comparison.pairs]
 
 
-CUDNN_RESNET50 = ROOT / "tests" / "data" / "cudnn" / "h100" / "cudnn_resnet50.log.gz"
+CUDNN_RESNET50 = ROOT / "tests" / "data" / "cudnn" / "h100" / "cudnn_resnet50.log.xz"
 
 
-@pytest.mark.skipif(not CUDNN_RESNET50.exists(), reason="the cuDNN logs come with the cuDNN decoder (issue 21)")
-def test_a_cudnn_resnet50_pairs_every_convolution_of_the_miopen_one():
+def test_a_cudnn_resnet50_pairs_every_convolution_of_the_miopen_one(tmp_path):
     """The bundled MIOpen ResNet-50 (batch 32) against PyTorch's cuDNN log of the same model on
     an H100 (batch 16): every convolution (and batch norm) on both sides pairs with
     --ignore-batch; what is left is what PyTorch runs without cuDNN (pooling, ReLU)."""
-    comparison = load_comparison([str(DEMO)], [str(CUDNN_RESNET50)], ignore_batch=True, jobs=1)
+    import lzma
+    cudnn_log = tmp_path / "cudnn_resnet50.log"
+    cudnn_log.write_bytes(lzma.decompress(CUDNN_RESNET50.read_bytes()))
+    comparison = load_comparison([str(DEMO)], [str(cudnn_log)], ignore_batch=True, jobs=1)
     for pair in comparison.pairs:
         op = pair.either.layer.problem.op
         if op in ("conv", "bnorm"):

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from follow_support import batches, before_each_feed, conv, started_readers, wait_for
+from follow_support import batches, before_each_feed, conv, has_inotify, started_readers, wait_for
 
 import miotui.logs.follow as follow
 from miotui.catalog import Catalog
@@ -192,18 +192,20 @@ def test_fingerprint_tells_a_cut_from_a_rewrite_in_a_big_file(tmp_path):
         os.close(fd)
 
 
-def test_fingerprint_samples_stay_bounded_and_still_match(tmp_path):
+def test_fingerprint_blocks_stay_bounded_and_still_match(tmp_path, monkeypatch):
     from miotui.logs import fingerprint as fpmod
+    monkeypatch.setattr(fpmod, "MAX_BLOCKS", 64)
     log = tmp_path / "big.log"
-    body = os.urandom(3 * fpmod.MAX_SAMPLE_BYTES // fpmod.SAMPLE_LEN * fpmod.SAMPLE_STEP)
+    body = os.urandom(3 * 64 * fpmod.BLOCK + 777)
     log.write_bytes(body)
     fp = Fingerprint()
-    for off in range(0, len(body), 1 << 16):
-        fp.add(body[off:off + (1 << 16)], off)
-    assert len(fp.samples) <= fpmod.MAX_SAMPLE_BYTES and fp.step > fpmod.SAMPLE_STEP
+    for off in range(0, len(body), 10_000):
+        fp.add(body[off:off + 10_000], off)
+    assert len(fp.blocks) <= 64 and fp.step > fpmod.BLOCK
     fd = os.open(log, os.O_RDONLY)
     try:
         assert fp.kept_prefix(fd, len(body) - 12345)
+        assert all(fp.continues(fd) for _ in range(20))
     finally:
         os.close(fd)
 
@@ -350,15 +352,7 @@ def test_without_inotify_polling_alone_follows_appends_truncation_and_rotation(t
     assert wait_for(lambda: batches(cat) == {1: 1, 2: 1, 3: 1, 4: 1})
 
 
-def _has_inotify() -> bool:
-    w = follow.open_watcher()
-    if w is None:
-        return False
-    w.close()
-    return True
-
-
-@pytest.mark.skipif(not _has_inotify(), reason="no inotify here")
+@pytest.mark.skipif(not has_inotify(), reason="no inotify here")
 def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(tmp_path, monkeypatch):
     log = tmp_path / "quiet.log"
     log.write_text(conv(1))

@@ -15,7 +15,9 @@ layer point at the same text here.
 
 Thread safety: one lock around the index and the file; every call does I/O, so the UI
 calls this from a worker thread, never from its own.  ``.gz`` files are read through
-``gzip`` (seeking decompresses, so it is slower, but memory stays bounded).  A file that
+``gzip`` (seeking decompresses, so it is slower, but memory stays bounded), and a log in
+UTF-16 (Windows PowerShell's ``2>``) through :class:`TranscodedFile`, as the scanner read
+it.  A plain file is not kept open between calls (see ``_let_go``).  A file that
 shrank or was replaced since it was indexed is re-indexed from its start (``reset``).
 """
 
@@ -26,7 +28,9 @@ import os
 import threading
 from array import array
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
+
+from miotui.logs.encoding import SNIFF_BYTES, TextBytes, sniff
 
 #: Lines between two kept offsets.
 STEP = 1024
@@ -34,6 +38,53 @@ STEP = 1024
 CHUNK = 1 << 20
 #: Characters kept of one line (the rest is cut with a mark).
 MAX_LINE_CHARS = 4000
+
+
+class TranscodedFile:
+    """A log in UTF-16/32 (or with a UTF-8 byte order mark) read as the UTF-8 bytes the
+    scanner read (``miotui.logs.encoding``), so line numbers and offsets agree with the
+    catalog's.  Seeking back decodes again from the start (like a ``.gz``); the index's
+    checkpoints are offsets in this UTF-8 stream."""
+
+    def __init__(self, opener: Callable[[], Any]) -> None:
+        self._opener = opener
+        self._raw: Any = None
+        self._text = TextBytes()
+        self._pending = b""
+        self.pos = 0
+
+    def _restart(self) -> None:
+        self.close()
+        self._raw = self._opener()
+        self._text = TextBytes()
+        self._pending = b""
+        self.pos = 0
+
+    def read(self, size: int) -> bytes:
+        if self._raw is None:
+            self._restart()
+        while len(self._pending) < size:
+            data = self._raw.read(CHUNK)
+            if not data:
+                if not self._text.decided:
+                    self._pending += self._text.flush()
+                break      # a character cut by the end of a growing file waits for its rest
+            self._pending += self._text.feed(data)
+        out, self._pending = self._pending[:size], self._pending[size:]
+        self.pos += len(out)
+        return out
+
+    def seek(self, target: int) -> None:
+        if self._raw is None or target < self.pos:
+            self._restart()
+        while self.pos < target:
+            if not self.read(min(CHUNK, target - self.pos)):
+                break
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+            self._raw = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +103,7 @@ class LogContext:
         self._lock = threading.Lock()
         self._fh: Optional[Any] = None
         self._ident: Optional[tuple[int, int]] = None
+        self._plain: Optional[bool] = None     # UTF-8 as it is (None: not looked at yet)
         self.reset_count = 0
         self._reset_index()
 
@@ -77,16 +129,46 @@ class LogContext:
         file or the file shrank below what was indexed."""
         st = os.stat(self.path)
         ident = (st.st_dev, st.st_ino)
-        gz = self.path.endswith(".gz")
-        if self._fh is not None and (ident != self._ident or (not gz and st.st_size < self._scanned)):
-            self._fh.close()
-            self._fh = None
+        if self._ident is not None and (ident != self._ident or (not self._kept() and st.st_size < self._scanned)):
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None
             self._reset_index()
+            self._plain = None
             self.reset_count += 1
         if self._fh is None:
-            self._fh = gzip.open(self.path, "rb") if gz else open(self.path, "rb", buffering=0)
+            self._fh = self._open_text()
             self._ident = ident
         return self._fh
+
+    def _open_raw(self) -> Any:
+        return gzip.open(self.path, "rb") if self.path.endswith(".gz") else open(self.path, "rb", buffering=0)
+
+    def _open_text(self) -> Any:
+        """The file as UTF-8 bytes: as it is, or through :class:`TranscodedFile` when it is
+        UTF-16/32 or starts with a byte order mark (decided once per file)."""
+        fh = self._open_raw()
+        if self._plain is None:
+            skip, codec, _name = sniff(fh.read(SNIFF_BYTES))
+            self._plain = not (skip or codec)
+            fh.seek(0)
+        if self._plain:
+            return fh
+        fh.close()
+        return TranscodedFile(self._open_raw)
+
+    def _kept(self) -> bool:
+        """The file stays open between calls: reopening it would mean reading it again
+        from its start (a ``.gz``, a transcoded file)."""
+        return self.path.endswith(".gz") or self._plain is False
+
+    def _let_go(self) -> None:
+        """A plain file is closed after each call (reopened by name next time): a pane
+        opened on many files must not hold a descriptor for each, which a run or a
+        followed file may need."""
+        if self._fh is not None and not self._kept():
+            self._fh.close()
+            self._fh = None
 
     def _known(self) -> int:
         return self._lines + (1 if self._scanned > self._line_start else 0)
@@ -187,8 +269,11 @@ class LogContext:
     def index_to_end(self, budget: Optional[int] = None) -> int:
         """Index as far as the file goes now (a followed file grows); returns the lines known."""
         with self._lock:
-            self._extend(None, budget)
-            return self._known()
+            try:
+                self._extend(None, budget)
+                return self._known()
+            finally:
+                self._let_go()
 
     def read(self, first: int, count: int) -> list[Line]:
         """Lines ``first`` .. ``first + count - 1`` (1-based) that exist, as text (invalid
@@ -198,39 +283,45 @@ class LogContext:
         if count <= 0:
             return []
         with self._lock:
-            self._extend(first + count, None)
-            known = self._known()
-            if first > known:
-                return []
-            slot = (first - 1) // self.step
-            line = slot * self.step + 1
-            fh = self._open()
-            fh.seek(self._offsets[slot])
-            out: list[Line] = []
-            carry = b""
-            after_cr = False
-            last = min(first + count - 1, known)
-            while line <= last:
-                data = fh.read(CHUNK)
-                if not data:
-                    if carry and line >= first:
-                        out.append(Line(line, self._text(carry)))
+            try:
+                return self._read(first, count)
+            finally:
+                self._let_go()
+
+    def _read(self, first: int, count: int) -> list[Line]:
+        self._extend(first + count, None)
+        known = self._known()
+        if first > known:
+            return []
+        slot = (first - 1) // self.step
+        line = slot * self.step + 1
+        fh = self._open()
+        fh.seek(self._offsets[slot])
+        out: list[Line] = []
+        carry = b""
+        after_cr = False
+        last = min(first + count - 1, known)
+        while line <= last:
+            data = fh.read(CHUNK)
+            if not data:
+                if carry and line >= first:
+                    out.append(Line(line, self._text(carry)))
+                break
+            if after_cr and data.startswith(b"\n"):
+                data = data[1:]
+            after_cr = data.endswith(b"\r")
+            data = carry + data
+            pieces = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+            carry = pieces.pop()
+            for piece in pieces:
+                if line >= first:
+                    out.append(Line(line, self._text(piece)))
+                line += 1
+                if line > last:
                     break
-                if after_cr and data.startswith(b"\n"):
-                    data = data[1:]
-                after_cr = data.endswith(b"\r")
-                data = carry + data
-                pieces = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-                carry = pieces.pop()
-                for piece in pieces:
-                    if line >= first:
-                        out.append(Line(line, self._text(piece)))
-                    line += 1
-                    if line > last:
-                        break
-                if len(carry) > self.max_line * 4:
-                    carry = carry[:self.max_line * 4]
-            return out
+            if len(carry) > self.max_line * 4:
+                carry = carry[:self.max_line * 4]
+        return out
 
     def _text(self, raw: bytes) -> str:
         text = raw[:self.max_line * 4].decode("utf-8", "replace")

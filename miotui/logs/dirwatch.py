@@ -111,6 +111,58 @@ class DirWatcher:
             pass
 
 
+#: File systems whose files other machines write (or a user-space daemon serves): inotify
+#: does not see those writes, so their files are polled as if there were no inotify.
+REMOTE_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs",
+                       "9p", "afs", "panfs", "wekafs", "orangefs", "pvfs2", "ocfs2", "gfs2", "davfs", "virtiofs",
+                       "vboxsf", "vmhgfs", "ncpfs", "coda", "cvfs", "quobyte", "moosefs", "lizardfs"})
+
+
+def mount_types(text: str) -> list[tuple[str, str]]:
+    """(mount point, file system type) of each line of ``/proc/self/mountinfo``'s ``text``,
+    the longest mount point first."""
+    out = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if not sep or len(fields) < 5 or not right.split():
+            continue
+        point = fields[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        out.append((point, right.split()[0]))
+    out.sort(key=lambda m: len(m[0]), reverse=True)
+    return out
+
+
+def is_remote(fs_type: str) -> bool:
+    return fs_type in REMOTE_FS or fs_type.startswith("fuse")
+
+
+class MountTable:
+    """Which followed directories inotify fully covers (a local file system), read once
+    from ``/proc/self/mountinfo``; anything unknown counts as remote (polled)."""
+
+    def __init__(self, mountinfo: str = "/proc/self/mountinfo") -> None:
+        try:
+            with open(mountinfo, encoding="utf-8", errors="replace") as fh:
+                self._mounts = mount_types(fh.read())
+        except OSError:
+            self._mounts = []
+        self._cache: dict[str, bool] = {}
+
+    def local(self, directory: str) -> bool:
+        known = self._cache.get(directory)
+        if known is not None:
+            return known
+        real = os.path.realpath(directory)
+        answer = False
+        for point, fs_type in self._mounts:
+            if real == point or real.startswith(point.rstrip("/") + "/"):
+                answer = not is_remote(fs_type)
+                break
+        self._cache[directory] = answer
+        return answer
+
+
 def open_watcher() -> Optional[DirWatcher]:
     """A :class:`DirWatcher`, or None where inotify is not available (not Linux, no libc)."""
     if not hasattr(os, "pread") or not os.path.isdir("/proc/self"):

@@ -8,11 +8,14 @@ and the catalog's lock is held for one piece at most (``CHUNK`` bytes of scannin
 
 Why the reader is told and not only asking: with Linux inotify
 (:mod:`miotui.logs.dirwatch`) the thread sleeps until a followed directory changes, so a
-new line is read within milliseconds while an idle file is only looked at every
-``IDLE_POLL`` seconds (longer with many files: at most ``LOOKS_PER_S`` looks a second in
-all, so 1 000 idle files cost under 1 % of a core).  Files that grew in the last 2 s are
-also looked at every ``poll_interval`` (a network file system written by another machine
-sends no inotify event).  Without inotify (not Linux) the same polling alone is used.
+new line is read within milliseconds while an idle file is looked at less and less often,
+down to once every ``IDLE_POLL_WATCHED`` seconds (in case an event was lost).  Files that
+grew in the last 2 s are also looked at every ``poll_interval``.  Where inotify does not
+see every write (not Linux, or a network file system written by other machines: NFS,
+Lustre, FUSE...) an idle file is looked at every ``IDLE_POLL`` seconds instead.  With
+many files there are at most ``LOOKS_PER_S`` looks a second in all.  What the UI polls
+(progress, states, per-file rates) is remade only when a source moved
+(``generation``), so 5 000 idle files cost the UI nothing either.
 
 Each source's bytes go straight into its own :class:`~miotui.logs.scan.LogScanner`
 (decoding happens in the reader thread, never in the UI thread); the UI polls the
@@ -34,13 +37,13 @@ from collections import deque
 from typing import Optional
 
 from miotui.catalog import Catalog
-from miotui.logs.dirwatch import APPEAR_MASK, DirWatcher, open_watcher
-from miotui.logs.follow_source import ACTIVE_GRACE_S, FollowEvent, Source, SourceStats
+from miotui.logs.dirwatch import APPEAR_MASK, DirWatcher, MountTable, open_watcher
+from miotui.logs.follow_source import ACTIVE_GRACE_S, RATE_WINDOW_S, FollowEvent, Slot, Source, SourceStats
 from miotui.logs.job import JobStatus, JobWatcher, find_writer_pid
 from miotui.logs.linetail import TAIL_LINES, LineTail
 
-__all__ = ["CHUNK", "EVENTS_KEPT", "FollowEvent", "GLOB_INTERVAL", "IDLE_POLL", "JobStatus", "JobWatcher",
-           "LineTail", "LogReader", "POLL_INTERVAL", "SourceStats", "TAIL_LINES", "find_writer_pid",
+__all__ = ["CHUNK", "EVENTS_KEPT", "FollowEvent", "GLOB_INTERVAL", "IDLE_POLL", "IDLE_POLL_WATCHED", "JobStatus",
+           "JobWatcher", "LineTail", "LogReader", "POLL_INTERVAL", "SourceStats", "TAIL_LINES", "find_writer_pid",
            "is_pattern", "reader_summary"]
 
 #: Bytes read and fed to the scanner at once: bounds the catalog lock's hold (about 3 ms of
@@ -50,8 +53,12 @@ CHUNK = 1 << 15
 #: Seconds between looks at a file that grew lately (also bounds how late a line is seen
 #: where inotify says nothing).
 POLL_INTERVAL = 0.05
-#: Seconds between looks at an idle file (inotify, where there is one, says sooner).
+#: Seconds between looks at an idle file at most, where inotify would not see its writes
+#: (no inotify, a network file system, a directory that could not be watched).
 IDLE_POLL = 1.0
+#: The same for a file inotify watches on a local file system: inotify says at once when it
+#: changes, so it is only looked at now and then, in case an event was lost.
+IDLE_POLL_WATCHED = 30.0
 #: Looks a second the reader allows itself at idle files, and at active ones (1 000 idle
 #: files: each every 2 s, unless inotify says it changed).
 LOOKS_PER_S = 500
@@ -59,6 +66,46 @@ LOOKS_PER_S = 500
 GLOB_INTERVAL = 1.0
 #: Follow events kept for the UI (older ones are dropped if nobody drains them).
 EVENTS_KEPT = 500
+#: Events that only say all is well (the first to go when nobody drains the queue).
+ROUTINE_EVENTS = frozenset({"opened", "caught-up"})
+#: Descriptors a stream (a FIFO, a .gz being read) may hold past the budget (taken from
+#: the reserve: a stream cannot be closed between reads).
+EXTRA_SLOTS = 8
+
+
+def fd_reserve(soft_limit: int) -> int:
+    """Descriptors left to the rest of the process under a limit of ``soft_limit``: a run's
+    threads and imports, MIOpenDriver's pipes, exports, the raw-log pane, the terminal."""
+    return max(64, min(256, soft_limit // 8))
+
+
+def open_descriptor_count() -> int:
+    """Descriptors this process has open now (an estimate where it cannot be listed)."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(folder))
+        except OSError:
+            continue
+    return 16
+
+
+def descriptor_limit() -> int:
+    """The soft open-file limit (``ulimit -n``); 1 << 16 where it is unlimited or unknown."""
+    try:
+        import resource
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return 1 << 16
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 1 << 16
+    return int(soft)
+
+
+def descriptor_budget() -> int:
+    """How many followed files may stay open at once: the limit, less what is open now and
+    the reserve (:func:`fd_reserve`).  Files past it are closed between reads."""
+    soft = descriptor_limit()
+    return max(0, soft - open_descriptor_count() - fd_reserve(soft) - EXTRA_SLOTS)
 
 
 def is_pattern(path: str) -> bool:
@@ -79,7 +126,7 @@ class LogReader:
 
     def __init__(self, catalog: Catalog, patterns: list[str], *, follow: bool,
                  poll_interval: float = POLL_INTERVAL, tail_lines: int = TAIL_LINES,
-                 stdin_fd: Optional[int] = None) -> None:
+                 stdin_fd: Optional[int] = None, max_open: Optional[int] = None) -> None:
         self.catalog = catalog
         self.patterns = list(patterns)
         self.follow = follow
@@ -87,6 +134,17 @@ class LogReader:
         self.tail_lines = tail_lines
         self.stdin_fd = stdin_fd
         self.chunk = CHUNK
+        #: followed files kept open at most (None: :func:`descriptor_budget` at start)
+        self.max_open = max_open
+        self.held_descriptors = 0
+        self._extra_held = 0
+        self._parked_told = False
+        #: moves whenever a source read bytes or changed state (the UI's summaries are
+        #: remade only then: 5 000 idle files cost nothing to poll)
+        self.generation = 0
+        self._last_read = 0.0
+        self._summary: tuple = (-1, (0, 0, False), "no source", False)
+        self._stats: tuple[int, float, list[SourceStats]] = (-1, 0.0, [])
         self.sources: list[Source] = []
         #: the longest single feed of the scanner (it holds the catalog lock meanwhile), seconds
         self.longest_feed_s = 0.0
@@ -94,12 +152,16 @@ class LogReader:
         self.started = 0.0
         self._known: set[str] = set()
         self._events: deque[FollowEvent] = deque(maxlen=EVENTS_KEPT)
+        #: events a user must see (not "opened"/"caught-up"): kept apart, so 5 000 files
+        #: opening at once cannot push them out before the UI drains them
+        self._notices: deque[FollowEvent] = deque(maxlen=EVENTS_KEPT)
         self._events_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._globs = [p for p in self.patterns if p != "-" and is_pattern(p)]
         self._glob_now = False
         self._watcher: Optional[DirWatcher] = None
+        self._mounts: Optional[MountTable] = None
         self._names: dict[tuple[str, str], list[Source]] = {}   # (directory, name) -> its sources
         self._streams: dict[int, Source] = {}
         self._active_count = 0
@@ -114,6 +176,8 @@ class LogReader:
         """Start the reader thread.  No file is touched here (this runs in the UI thread):
         globs are expanded and directories watched by the reader thread itself."""
         self.started = time.monotonic()
+        if self.max_open is None:
+            self.max_open = descriptor_budget()
         for p in self.patterns:
             if p in self._known:
                 continue     # named twice: read once
@@ -150,6 +214,7 @@ class LogReader:
         if self.follow:
             self._watcher = open_watcher()
             if self._watcher is not None:
+                self._mounts = MountTable()
                 self._poll.register(self._watcher.fd, select.POLLIN)
                 for p in self._globs:
                     folder = os.path.dirname(os.path.abspath(p))
@@ -173,6 +238,7 @@ class LogReader:
         return self._thread is not None and self._thread.is_alive()
 
     def _add(self, path: str, fd: Optional[int] = None, keep: bool = True) -> Source:
+        self.generation += 1
         self._known.add(path)
         label = path if self.multi else ""
         src = Source(self, path, label, fd=fd)
@@ -184,24 +250,62 @@ class LogReader:
 
     def emit(self, ev: FollowEvent) -> None:
         with self._events_lock:
-            self._events.append(ev)
+            (self._events if ev.kind in ROUTINE_EVENTS else self._notices).append(ev)
 
-    def intervals(self) -> tuple[float, float]:
+    def intervals(self, watched: bool = False) -> tuple[float, float]:
         """(seconds between looks at a file that grew lately, at most between looks at an
-        idle one): each kind of look is kept under ``LOOKS_PER_S`` a second in all."""
+        idle one, longer when inotify covers it: ``watched``): each kind of look is kept
+        under ``LOOKS_PER_S`` a second in all."""
         return (max(self.poll_interval, self._active_count / LOOKS_PER_S),
-                max(IDLE_POLL, len(self.sources) / LOOKS_PER_S))
+                max(IDLE_POLL_WATCHED if watched else IDLE_POLL, len(self.sources) / LOOKS_PER_S))
+
+    def watched(self, src: Source) -> bool:
+        """inotify sees every write to ``src``'s file: its directories are watched now and
+        on a local file system (a network one's writes from other machines are not seen)."""
+        if self._watcher is None or not src.watch_dirs:
+            return False
+        return all(self._watcher.watching(d) and self._mounts.local(d) for d in src.watch_dirs)
+
+    def take_slot(self, stream: bool) -> Slot:
+        """A descriptor slot for a source's open file, or "" (the file is then closed
+        between reads); a stream, which cannot be, may take one of ``EXTRA_SLOTS`` more."""
+        if self.held_descriptors < (self.max_open or 0):
+            self.held_descriptors += 1
+            return "budget"
+        if stream and self._extra_held < EXTRA_SLOTS:
+            self._extra_held += 1
+            return "extra"
+        return ""
+
+    def release_slot(self, slot: Slot) -> None:
+        if slot == "budget":
+            self.held_descriptors -= 1
+        elif slot == "extra":
+            self._extra_held -= 1
+
+    def note_parked(self, src: Source) -> None:
+        """The first file past the budget: say once what that means (the status bar)."""
+        if self._parked_told:
+            return
+        self._parked_told = True
+        self.emit(FollowEvent(src.path, "limit", (
+            f"more files than the open-file budget ({self.max_open:,} of `ulimit -n` {descriptor_limit():,}, the "
+            f"rest kept for runs and drivers): files past it are closed between reads and reopened by name, so "
+            f"one deleted or rotated away is not read to its end")))
 
     def watch_path(self, src: Source) -> None:
         """Be told (inotify) when ``src``'s file, or its directory, changes."""
         if self._watcher is None or src.is_stdin:
             return
+        folders = []
         for p in {os.path.abspath(src.path), os.path.realpath(src.path)}:
             folder, name = os.path.split(p)
+            folders.append(folder)
             if self._watcher.watch(folder):
                 entry = self._names.setdefault((folder, name), [])
                 if src not in entry:
                     entry.append(src)
+        src.watch_dirs = tuple(folders)
 
     def wait_on_stream(self, fd: int, src: Source) -> None:
         if fd not in self._streams:
@@ -242,6 +346,7 @@ class LogReader:
                         s.finish()
                     except Exception:  # pragma: no cover - finishing must not raise out of the thread
                         pass
+            self.generation += 1
             if self._watcher is not None:
                 self._watcher.close()
             if self._stop.is_set():
@@ -258,12 +363,16 @@ class LogReader:
             if src.finished:
                 continue
             if src.busy or src.due <= now:
+                before = src.progress()
                 try:
-                    src.step(now)
+                    if src.step(now):
+                        self._last_read = now
                 except OSError as e:
                     self._os_error(src, e, now)
                 except Exception as e:  # a reader must never take the app down
                     src.fail(e)
+                if src.progress() != before:
+                    self.generation += 1
                 if self._stop.is_set():
                     return now
                 if src.finished:
@@ -372,32 +481,54 @@ class LogReader:
 
     def drain_events(self) -> list[FollowEvent]:
         with self._events_lock:
-            out = list(self._events)
+            out = sorted((*self._events, *self._notices), key=lambda ev: ev.time)
             self._events.clear()
+            self._notices.clear()
         return out
+
+    def _summarise(self) -> tuple:
+        """(generation, initial scan, state text, finished), remade only when a source moved."""
+        summary = self._summary
+        generation = self.generation
+        if summary[0] == generation:
+            return summary
+        sources = list(self.sources)
+        done = total = 0
+        for s in sources:
+            total += s.initial_size
+            done += min(s.position if not s.initial_done else s.initial_size, s.initial_size)
+        states = sorted({s.state for s in sources})
+        summary = (generation, (done, total, all(s.initial_done for s in sources)),
+                   ",".join(states) if states else "no source", bool(sources) and all(s.finished for s in sources))
+        self._summary = summary
+        return summary
 
     @property
     def initial_scan(self) -> tuple[int, int, bool]:
         """(bytes read, bytes there were at open, all initial content read) for the progress bar."""
-        done = total = 0
-        for s in self.sources:
-            total += s.initial_size
-            done += min(s.position if not s.initial_done else s.initial_size, s.initial_size)
-        return done, total, all(s.initial_done for s in self.sources)
+        return self._summarise()[1]
 
     @property
     def finished(self) -> bool:
         """Every source has reached its end and will not be read again."""
-        return bool(self.sources) and all(s.finished for s in self.sources)
+        return self._summarise()[3]
 
     def state_text(self) -> str:
-        states = sorted({s.state for s in self.sources})
-        return ",".join(states) if states else "no source"
+        return self._summarise()[2]
 
     def source_stats(self) -> list[SourceStats]:
-        """Per source: state, bytes and lines read, their rates over ~2 s, bytes behind, hosts."""
+        """Per source: state, bytes and lines read, their rates over ~2 s, bytes behind, hosts.
+        The same list object again while nothing was read or changed and every rate has
+        settled (no source read for ``RATE_WINDOW_S``), so a poller can tell nothing moved."""
         now = time.monotonic()
-        return [s.stats(now) for s in list(self.sources)]
+        generation, made, stats = self._stats
+        settled = made - self._last_read > RATE_WINDOW_S
+        if generation == self.generation and settled:
+            return stats
+        generation = self.generation
+        stats = [s.stats(now) for s in list(self.sources)]
+        self._stats = (generation, now, stats)
+        return stats
 
     def tail(self, count: int = 200) -> list[tuple[str, int, str]]:
         """The newest lines, (label, line number, text), of every source (oldest first)."""
@@ -414,9 +545,12 @@ class LogReader:
 
 
 def reader_summary(reader: LogReader) -> str:
-    """One line naming the sources (for the status bar and the title)."""
-    paths = reader.paths or reader.patterns
+    """One line naming the sources (for the status bar and the title; asked at every poll,
+    so it looks at two paths, not at every one of 5 000)."""
+    sources = list(reader.sources)
+    paths = [s.path for s in sources[:3]] if sources else reader.patterns[:3]
+    count = len(sources) if sources else len(reader.patterns)
     names = ["stdin" if p == "-" else os.path.basename(p) for p in paths]
-    if len(names) <= 2:
-        return ", ".join(names)
-    return f"{names[0]}, {names[1]} +{len(names) - 2} more"
+    if count <= 2:
+        return ", ".join(names[:count])
+    return f"{names[0]}, {names[1]} +{count - 2} more"

@@ -38,9 +38,11 @@ import stat
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
+from miotui.logs.encoding import TextBytes, record_warning
 from miotui.logs.fingerprint import Fingerprint
+from miotui.logs.head_choice import HeadChoice
 from miotui.logs.linetail import LineTail
 
 #: Rate samples are taken at most this often, and rates cover about this long.
@@ -52,6 +54,14 @@ MAX_HOSTS = 16
 ACTIVE_GRACE_S = 2.0
 #: Idle looks are rounded up to a multiple of this many seconds (see ``Source._idle``).
 IDLE_QUANTUM = 0.1
+#: A file that moved is compared with all of what was read (or a slice of its blocks) at
+#: most this often; in between only its first 4 KiB and the 4 KiB before the read position
+#: (``Fingerprint.continues``): catching up with a fast writer, the size moves at every read.
+THOROUGH_CHECK_S = 0.25
+
+#: A descriptor slot of the reader: one of its budget, one of the few extra a stream (a
+#: FIFO, a .gz read once) may take past it, or none (the file is reopened for each read).
+Slot = Literal["", "budget", "extra"]
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 #: What may precede MIOpen's prefix on a line: a host name or a launcher's rank tag
@@ -102,7 +112,9 @@ class Source:
         self.reader = reader
         self.path = path
         self.label = label
-        self.scanner: Any = None        # made in the reader thread (building it imports the decoders)
+        #: made once the log's format can be told from its first text (``head_choice``)
+        self.scanner: Any = None
+        self._head = HeadChoice()
         self.tail = LineTail(reader.tail_lines)
         self.position = 0               # offset in the file now read (compressed offset for .gz)
         self.bytes_read = 0             # all bytes fed, across truncations/rotations
@@ -124,20 +136,32 @@ class Source:
         self._writer = False            # a FIFO: a writer is connected
         self._stream_poll: Any = None
         self._ident: tuple[int, int] = (0, 0)   # (inode, device) of the open file
+        #: the reader's descriptor slot this source holds ("": none, its file is closed
+        #: between steps and reopened by name: ``parked``)
+        self.slot: Slot = ""
+        self.watch_dirs: tuple[str, ...] = ()   # directories inotify watches for this path
+        self.parked = False
         self._fp = Fingerprint()
         self._last_key: Optional[tuple[int, int]] = None
+        self._checked = 0.0             # monotonic time of the last thorough content check
+        self._unchecked = False         # the file moved since then: a thorough check is owed
         self._deleted = False
         self._moved = False
         self._drain_to: Optional[int] = None    # rotation seen: read the old file to here, then switch
         self._problem = ""              # why the path cannot be read now (said once per change)
         self._last_byte = b"\n"
+        self._text = TextBytes()        # the file's bytes as UTF-8 (UTF-16, byte order marks)
         self._rates: deque[tuple[float, int, int]] = deque(maxlen=int(RATE_WINDOW_S / RATE_SAMPLE_S) + 4)
 
     # ------------------------------------------------------------------ what the reader asks
 
+    def progress(self) -> tuple:
+        """What the UI's summaries of this source depend on (the reader remakes them when it moves)."""
+        return (self.state, self.initial_done, self.finished, self.position, self.known_size, self.bytes_read)
+
     def stats(self, now: float) -> SourceStats:
         bps = lps = 0.0
-        rates = list(self._rates)
+        rates = list(self._rates) if now - self.last_data <= RATE_WINDOW_S else []   # none read lately: 0/s
         if rates:
             base = rates[0]
             for sample in rates:
@@ -154,24 +178,40 @@ class Source:
     # ------------------------------------------------------------------ feeding
 
     def _feed(self, data: bytes) -> None:
-        if self.scanner is None:
-            self._make_scanner()
-        t0 = time.perf_counter()
-        self.scanner.feed(data)
-        held = time.perf_counter() - t0
-        if held > self.reader.longest_feed_s:
-            self.reader.longest_feed_s = held
-        self.tail.feed(data)
+        """``data`` as read (raw: it is what the fingerprint and the offsets count); the
+        scanner and the raw-log tail get it as UTF-8 (``miotui.logs.encoding``)."""
         if not self._stream and self._gz is None:
             self._fp.add(data, self.position)
         self.bytes_read += len(data)
-        self._last_byte = data[-1:]
+        self._scan(self._text.feed(data))
+        record_warning(self.reader.catalog, self._text, self.label)
         now = time.monotonic()
         self.last_data = now
         if not self._rates or now - self._rates[-1][0] >= RATE_SAMPLE_S:
             self._rates.append((now, self.bytes_read, self.tail.line_count))
+
+    def _scan(self, text: bytes) -> None:
+        """UTF-8 text to the scanner (its feed's time noted: it holds the catalog lock) and the tail."""
+        if not text:
+            return
+        self.tail.feed(text)
+        self._last_byte = text[-1:]
         if len(self.hosts) < MAX_HOSTS:
-            self._sample_host(data)
+            self._sample_host(text)
+        if self.scanner is None:
+            chosen = self._head.offer(text)
+            if chosen is None:   # the format cannot be told yet: held, scanned once it can
+                return
+            self._choose(chosen)
+        else:
+            self._scanner_feed(text)
+
+    def _scanner_feed(self, text: bytes) -> None:
+        t0 = time.perf_counter()
+        self.scanner.feed(text)
+        held = time.perf_counter() - t0
+        if held > self.reader.longest_feed_s:
+            self.reader.longest_feed_s = held
 
     def _sample_host(self, data: bytes) -> None:
         """The label before the first MIOpen prefix of the piece (one find: cheap)."""
@@ -185,12 +225,26 @@ class Source:
         if label is not None:
             self.hosts[label] = None
 
-    def _make_scanner(self) -> None:
-        from miotui.logs.scan import LogScanner
-        self.scanner = LogScanner(self.reader.catalog, self.label)
+    def _choose(self, head: bytes) -> None:
+        """The scanner of the format ``head`` (the log's first text) is in, fed ``head``."""
+        from miotui.logs.sources import scanner_for
+        self.scanner = scanner_for(head, self.reader.catalog, self.label)
+        if head:
+            self._scanner_feed(head)
 
-    def _end_line(self) -> None:
-        """A partial line at a truncation/rotation ends here (never glued to new text)."""
+    def _make_scanner(self) -> None:
+        """The format decided now from what is held (the input ended, broke, or paused)."""
+        if self.scanner is None:
+            self._choose(self._head.take())
+
+    def _end_line(self, new_file: bool = True) -> None:
+        """A partial line at a truncation/rotation ends here (never glued to new text); a
+        ``new_file``'s encoding is decided afresh."""
+        self._scan(self._text.flush())
+        if new_file:
+            self._text = TextBytes()
+        if self._head.held:
+            self._make_scanner()
         if self._last_byte not in (b"\n", b"\r") and self.scanner is not None:
             self.scanner.feed(b"\n")
             self._last_byte = b"\n"
@@ -206,6 +260,7 @@ class Source:
         self.finished = True
         self.busy = False
         self.initial_done = True
+        self._scan(self._text.flush())
         self.tail.end_line()
         self.close()
         if self.scanner is None:
@@ -215,7 +270,7 @@ class Source:
         except Exception as e:  # pragma: no cover - scanner bugs are reported, not raised
             self._event("error", f"{self.path}: scanner failed at end: {e}")
 
-    def close(self) -> None:
+    def close(self, release: bool = True) -> None:
         if self._gz is not None:
             raw = self._gz.fileobj
             for closing in (self._gz, raw):
@@ -235,6 +290,23 @@ class Source:
                 pass
         if not self.is_stdin:
             self._fd = None
+        if release and self.slot:
+            self.reader.release_slot(self.slot)
+            self.slot = ""
+        self.parked = False
+
+    def _park(self) -> None:
+        """Close the file until the next step (no descriptor slot is free): the next step
+        reopens it by name and checks that it is the same file (:meth:`_reopen`)."""
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        if not self.parked:
+            self.parked = True
+            self.reader.note_parked(self)
 
     def fail(self, error: BaseException) -> None:
         """An unexpected error: say so and stop this source (the others go on)."""
@@ -247,30 +319,42 @@ class Source:
     def _idle(self, now: float, cap: float = 0.0) -> None:
         """Nothing new: look again soon while the file was active lately, then less often.
 
-        Idle looks fall on a grid of ``IDLE_QUANTUM`` seconds, so 1 000 idle files wake
-        the reader 10 times a second at most, not 1 000 times."""
-        active, idle_cap = self.reader.intervals()
+        Idle looks fall on a grid of ``IDLE_QUANTUM`` seconds (ten times that once they are
+        4 s apart or more), so 1 000 idle files wake the reader 10 times a second at most,
+        not 1 000 times, and once a second when they have been idle a while (each wake-up
+        walks every source)."""
+        if self._head.held and now - self.last_data >= ACTIVE_GRACE_S:   # the writer paused: decide
+            self._make_scanner()
+        active, idle_cap = self.reader.intervals(self.reader.watched(self))
         if now - self.last_data < ACTIVE_GRACE_S:
             self.interval = active
         else:
             self.interval = min(max(self.interval, active) * 2, min(cap, idle_cap) if cap else idle_cap)
         due = now + self.interval
         if self.interval >= 4 * IDLE_QUANTUM:
-            due = math.ceil(due / IDLE_QUANTUM) * IDLE_QUANTUM
+            quantum = IDLE_QUANTUM if self.interval < 40 * IDLE_QUANTUM else 10 * IDLE_QUANTUM
+            due = math.ceil(due / quantum) * quantum
         self.due = due
 
     # ------------------------------------------------------------------ one step
 
     def step(self, now: float) -> bool:
-        """Do a bounded piece of work; True when bytes were read."""
+        """Do a bounded piece of work; True when bytes were read.  A regular file that holds
+        no descriptor slot is closed again at the end of the step, whatever happened."""
+        try:
+            return self._step(now)
+        finally:
+            if not self.slot and self._fd is not None and not self._stream and self._gz is None \
+                    and not self.is_stdin and not self.finished:
+                self._park()
+
+    def _step(self, now: float) -> bool:
         if self.finished:
             return False
-        if self.scanner is None:
-            self._make_scanner()
         if self.is_stdin:
             return self._step_stdin(now)
         if self._fd is None:
-            return self._try_open(now)
+            return self._reopen(now) if self.parked else self._try_open(now)
         if self._stream:
             return self._step_fifo(now)
         if self._gz is not None:
@@ -320,6 +404,13 @@ class Source:
             if self.is_gzip and not stat.S_ISREG(st.st_mode):
                 os.close(fd)
                 return None, None, "not a file", "is not a regular file (a .gz is read only from a file)"
+            must_hold = self.is_gzip or not stat.S_ISREG(st.st_mode)   # a stream cannot be reopened where it was
+            if not self.slot:
+                self.slot = self.reader.take_slot(must_hold)
+            if must_hold and not self.slot:
+                os.close(fd)
+                return None, None, "queued", f"waits for a descriptor (all {self.reader.max_open:,} of the " \
+                                             f"open-file budget are in use)"
             return fd, st, "", ""
         os.close(fd)
         what = "a directory" if stat.S_ISDIR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode) \
@@ -329,6 +420,14 @@ class Source:
     def _try_open(self, now: float) -> bool:
         fd, st, state, why = self._open_path()
         if fd is None or st is None:
+            if state == "queued":
+                if why != self._problem:
+                    self._problem = why
+                    self.state = state
+                    self._event("limit", f"{self.path} {why}")
+                self.busy = False
+                self.due = now + IDLE_QUANTUM
+                return False
             if not self.reader.follow:
                 self.state = "error"
                 self._event("error", f"{self.path}: no such file" if state == "waiting" else f"{self.path} {why}")
@@ -351,6 +450,63 @@ class Source:
             self._event("recreated", f"{self.path} can be read now")
         self.reader.watch_path(self)
         return False
+
+    def _reopen(self, now: float) -> bool:
+        """A parked file (no descriptor slot): look at its name, and reopen it only when it
+        may hold something new.  The file reopened must be the one read (same device and
+        inode; its content is compared by ``_step_file`` whenever its size or time moved);
+        another file at the name is read from its start, and what could not be read of
+        the old one (not kept open) is said."""
+        if not self.busy and self._drain_to is None:
+            try:
+                named: Optional[os.stat_result] = os.stat(self.path)
+            except OSError:
+                named = None
+            if named is not None and (named.st_ino, named.st_dev) == self._ident \
+                    and (named.st_size, named.st_mtime_ns) == self._last_key and named.st_size == self.position \
+                    and not self._unchecked:
+                self._idle(now)      # nothing new: one stat, no descriptor
+                return False
+        fd, st, state, why = self._open_path()
+        if fd is None or st is None:
+            if state != "waiting":         # there, but not readable now: retried
+                if why != self._problem:
+                    self._problem = why
+                    self.state = state
+                    self._event("waiting", f"{self.path} {why}; retrying, like tail -F")
+                self.busy = False
+                self._idle(now)
+                return False
+            self._event("deleted", f"{self.path} was deleted or moved away; it was not kept open (more files "
+                                   f"than the open-file budget), so it is not read further{self._unread()}; "
+                                   f"waiting for a file at the path")
+            self._end_line()
+            self.parked = False
+            self._ident = (0, 0)
+            self._problem = "does not exist"
+            self.state = "waiting"
+            self.busy = False
+            self._idle(now)
+            return False
+        if (st.st_ino, st.st_dev) != self._ident:
+            lost = self._unread()
+            self._end_line()
+            self._fd = fd
+            self.parked = False
+            self._adopt(fd, st, announce=False)
+            self._event("rotated", f"{self.path} is another file now (rotated or re-created); reading it from its "
+                                   f"start{lost}")
+            self.reader.watch_path(self)
+            return False
+        self._fd = fd
+        return self._step_file(now)
+
+    def _unread(self) -> str:
+        """What a parked file that went away still held for us, said in an event."""
+        left = self.known_size - self.position
+        if left <= 0:
+            return ""
+        return f" ({left:,} bytes of the old file were not read: it was not kept open, over the open-file budget)"
 
     def _adopt(self, fd: int, st: os.stat_result, *, announce: bool = True) -> None:
         """Start reading a freshly opened descriptor from its start (``announce``: say
@@ -481,9 +637,13 @@ class Source:
                 self._shrunk(cur.st_size)
                 return False
             key = (cur.st_size, cur.st_mtime_ns)
-            if key != self._last_key:
+            thorough = now - self._checked >= THOROUGH_CHECK_S
+            if key != self._last_key or (self._unchecked and thorough):
                 self._last_key = key
-                if self.position > 0 and not self._fp.continues(fd):
+                self._unchecked = not thorough    # a thorough look follows within THOROUGH_CHECK_S
+                if thorough:
+                    self._checked = now
+                if self.position > 0 and not self._fp.continues(fd, thorough):
                     self._event("truncated", f"{self.path} was rewritten (its content before our offset "
                                              f"{self.position:,} changed); reading it from its start as a new file")
                     self._restart()
@@ -554,7 +714,7 @@ class Source:
     def _shrunk(self, size: int) -> None:
         """The file is now shorter than our offset: cut (``truncate -s``) or rewritten?"""
         assert self._fd is not None
-        self._end_line()
+        self._end_line(new_file=False)
         if self._fp.kept_prefix(self._fd, size):
             self._event("truncated", f"{self.path} was cut to {size:,} bytes (from {self.position:,}); those "
                                      f"bytes were read already: reading on from there")
@@ -584,7 +744,7 @@ class Source:
             return
         self._problem = ""
         self._end_line()
-        self.close()
+        self.close(release=False)     # the new file takes the old one's slot
         if kind == "recreated":
             message = f"{self.path} was re-created; reading the new file from its start"
         else:

@@ -30,7 +30,14 @@ from typing import Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.logs.ranges import decode_file_in_ranges, range_workers
-from miotui.logs.sources import decode_path, decode_paths, source_label
+from miotui.logs.sources import (
+    decode_path,
+    decode_paths,
+    decode_with_traces,
+    join_traces,
+    source_label,
+    split_traces,
+)
 
 
 def worker_count(paths: Sequence[str], jobs: Optional[int] = None) -> int:
@@ -62,6 +69,14 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
     """Decode whole files (or stdin) into one catalog, several files at once when there are
     several files and cores (``jobs``: at most this many processes; None: the cores); the
     catalog is the one ``decode_paths`` gives.  Raises OSError for an unreadable path."""
+    if len(paths) > 1:
+        logs, traces, kernel_traces = split_traces(paths)
+        if kernel_traces:   # joined by the order of calls: decoded in order, keeping it
+            return decode_with_traces(paths)
+        if logs and traces:   # the trace's times go to the logs' layers
+            catalog = decode_files(logs, jobs)
+            catalog.joined = join_traces(catalog, traces)
+            return catalog
     if len(paths) == 1 and separable(paths):
         parts = range_workers(paths[0], jobs)
         if parts > 1:
@@ -107,7 +122,9 @@ def decode_file_groups(groups: Sequence[Sequence[str]], jobs: Optional[int] = No
     one ``decode_files`` gives for its group.  Raises OSError for an unreadable path."""
     flat = [path for group in groups for path in group]
     workers = worker_count(flat, jobs)
-    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes:
+    if workers > 1 and len(groups) > 1 and separable(flat) and sum(map(os.path.getsize, flat)) >= min_bytes \
+            and not any(len(group) > 1 and any(split_traces(list(group))[1:]) for group in groups):
+        # (a group with a trace beside its logs is joined by decode_files, not merged file by file)
         catalogs = _decode_groups_apart([list(g) for g in groups], workers)
         if catalogs is not None:
             return catalogs

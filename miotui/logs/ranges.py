@@ -161,6 +161,8 @@ def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
         lines_before = count_line_ends(fh, 0, rng.warm)
         if rng.start == 0:
             scanner = LogScanner(catalog)
+            if rng.end:
+                catalog.formats.setdefault("MIOpen")   # as ``sources.scanner_for`` notes it
             entry = None
         else:
             scanner = LogScanner(Catalog())
@@ -244,12 +246,28 @@ _SPEED_ONLY_PARTS = frozenset({"_cache", "stats", "state_version", "_handlers", 
 
 def range_workers(path: str, jobs: Optional[int] = None) -> int:
     """Ranges to decode ``path`` in: at most the cores and ``jobs``, at least
-    ``MIN_RANGE_BYTES`` each; 1 for a ``.gz`` file."""
+    ``MIN_RANGE_BYTES`` each; 1 for a ``.gz`` file and for a file that is not a plain
+    UTF-8 MIOpen log (``miotui_log``)."""
     if path.endswith(".gz"):
         return 1
     cores = os.cpu_count() or 1
     limit = cores if jobs is None else min(cores, jobs)
-    return max(1, min(limit, os.path.getsize(path) // MIN_RANGE_BYTES))
+    parts = max(1, min(limit, os.path.getsize(path) // MIN_RANGE_BYTES))
+    return parts if parts > 1 and miopen_log(path) else 1
+
+
+def miopen_log(path: str) -> bool:
+    """Whether the serial decode reads ``path`` as a MIOpen log in UTF-8 as it is: the
+    format its first chunk is told by (``sources.scanner_for``: a cuDNN log or a profiler
+    trace has scanners of its own) and the encoding its first bytes are told by (a UTF-16
+    or byte-order-marked file is converted, so its byte offsets are not the text's)."""
+    from miotui.logs.encoding import SNIFF_BYTES, binary_warning, sniff
+    from miotui.logs.sources import scanner_for
+    with open(path, "rb") as fh:
+        head = fh.read(_READ)
+    if sniff(head[:SNIFF_BYTES]) != (0, "", "UTF-8") or binary_warning(head[:SNIFF_BYTES]):
+        return False
+    return type(scanner_for(head, Catalog())) is LogScanner
 
 
 def merge_ranges(results: list[RangeResult], catalog: Catalog) -> bool:

@@ -233,7 +233,7 @@ class RepeatedLines:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
         count_again = self.catalog.count_again
         for plain in self._unsettled:
-            count_again(plain.row, plain.role, plain.last, plain.count)
+            count_again(plain.row, plain.role, plain.last, plain.count, self.file)
             plain.count = 0
             plain.queued = False
         self._unsettled.clear()

@@ -15,9 +15,17 @@ from rich.table import Table
 from rich.text import Text
 
 from miotui import units
-from miotui.run_summary import driver_comparison, noise_warning, settings_text, severity, status_text, verdict_of
+from miotui.run_summary import (
+    driver_comparison,
+    noise_warning,
+    rate_arithmetic,
+    settings_text,
+    severity,
+    status_text,
+    verdict_of,
+)
 from miotui.safe_text import visible
-from miotui.timing import HOW_TO_TIME
+from miotui.timing import CUDNN_HOW_TO_TIME, HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
 from miotui.widgets.startup_model import search_progress_text, what_logged
 
@@ -29,6 +37,13 @@ CHOICE_LABELS = (
     ("driver_verdict", "driver verdict"), ("driver_error", "driver error"),
     ("driver_tolerance", "driver tolerance"), ("driver_reference", "driver reference"),
 )
+#: cuDNN's facts (``miotui.formats.cudnn``'s annotations), in this order, for a cuDNN layer
+CUDNN_CHOICE_LABELS = (
+    ("solver", "engine (knobs)"), ("tf32", "TF32"), ("compute_type", "compute type"), ("math_type", "math type"),
+    ("algo", "algorithm (legacy API)"), ("numerical_notes", "numerical notes"), ("plan_timing", "plan timing"),
+    ("engine_config", "engines tried"),
+    ("cudnn_warning", "warnings"), ("cudnn_error", "errors"),
+)
 _VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
 #: what each time source is (``miotui.timing``)
 SOURCE_LABELS = {
@@ -36,6 +51,8 @@ SOURCE_LABELS = {
     "execution_log": "LogConvolutionExecution: the Find-Db time of the solution each execution ran",
     "find": "the Find: the time it measured for the chosen solution",
     "driver": "MIOpenDriver's kernel time, printed in the log",
+    "profiler": "a PyTorch profiler trace: the GPU's own time of the kernels the layer's calls launched",
+    "rocprof": "a rocprofv3 kernel trace: kernel times given to the log's calls by their order",
 }
 _FIND_DB = {"hit": "hit: the Find was answered from the Find-Db",
             "miss": "miss: the Find measured the solvers (Find-db regenerating)"}
@@ -82,21 +99,25 @@ def derived_rows(problem: Any, reference_bytes: Optional[int]) -> list[tuple[str
 
 
 def choice_table(snap: Any) -> Table:
+    from miotui.formats.cudnn import from_cudnn
+    cudnn = from_cudnn(snap.sources)
+    labels = CUDNN_CHOICE_LABELS + CHOICE_LABELS[1:] if cudnn else CHOICE_LABELS
     history = dict(getattr(snap, "annotation_history", ()) or ())
     ann = dict(snap.annotations)
     choice: list[tuple[str, Any]] = []
-    for name, label in CHOICE_LABELS:
+    for name, label in labels:
         values = history.get(name) or ((ann[name],) if name in ann else ())
         if values:
             choice.append((label, "\n".join(values)))
-    known = {n for n, _ in CHOICE_LABELS}
+    known = {n for n, _ in labels}
     for name, value in snap.annotations:
         if name not in known:
             choice.append((name, value))
     if not choice:
-        choice.append(("", Text("nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)",
-                                style="dim")))
-    return kv_table("MIOpen's choice", choice)
+        hint = ("nothing logged (CUDNN_LOGLEVEL_DBG=3 logs the engine of each run)" if cudnn else
+                "nothing logged (MIOPEN_LOG_LEVEL=5 or 6 logs the chosen solver and its time)")
+        choice.append(("", Text(hint, style="dim")))
+    return kv_table("cuDNN's choice" if cudnn else "MIOpen's choice", choice)
 
 
 def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = True) -> Table:
@@ -107,7 +128,13 @@ def fields_grid(snap: Any, reference_bytes: Optional[int], side_by_side: bool = 
             ("other mentions", f"{snap.mentions:,}"), ("first line", snap.first_line),
             ("last line", snap.last_line), ("seen in", ", ".join(snap.sources) or "—")]
     if snap.files:
-        seen.append(("files", "\n".join(snap.files)))
+        per_file = dict(snap.file_executions)
+        if len(snap.files) > 1:   # a layer merged from several files (ranks): how many calls each ran
+            lines = [f"{name}: {per_file.get(name, 0):,} execution{'' if per_file.get(name, 0) == 1 else 's'}"
+                     for name in snap.files]
+        else:
+            lines = list(snap.files)
+        seen.append(("files", "\n".join(lines)))
     right = Table.grid()
     right.add_row(kv_table("Derived", derived_rows(p, reference_bytes)))
     right.add_row(Text(""))
@@ -131,17 +158,23 @@ def _logged(ms: Optional[float], note: str = "") -> Any:
     return Text(NOT_LOGGED + (f" ({note})" if note else ""), style="dim")
 
 
-def time_table(layer_time: Any, executions: int, latest: Sequence[Any]) -> Table:
-    """The layer's logged GPU time (per call, from where, total, share) or how to get one,
-    and, apart, the time miotui measured itself (a CPU reference is not GPU time)."""
+
+
+def time_table(layer_time: Any, executions: int, latest: Sequence[Any], cudnn: bool = False) -> Table:
+    """The layer's logged GPU time (per call, from where, total, share) or how to get one
+    (``cudnn``: the layer is from a cuDNN log), and, apart, the time miotui measured itself
+    (a CPU reference is not GPU time)."""
     lt = layer_time
     rows: list[tuple[str, Any]] = []
     if lt.per_call_ms is None:
         rows.append(("per call", Text("not in the log", style="yellow")))
-        rows.append(("to get it", Text(visible(HOW_TO_TIME.split(": ", 1)[-1]), style="dim")))
+        how = CUDNN_HOW_TO_TIME if cudnn else HOW_TO_TIME.split(": ", 1)[-1]
+        rows.append(("to get it", Text(visible(how), style="dim")))
     else:
         rows.append(("per call", units.time_ms(lt.per_call_ms)))
         rows.append(("from", SOURCE_LABELS.get(lt.source or "", lt.source or "")))
+        for source, ms in lt.also:   # the other sources' times, beside the one used
+            rows.append((f"also ({source})", f"{units.time_ms(ms)}: {SOURCE_LABELS.get(source, source)}"))
         if lt.total_ms is None:
             rows.append(("total", Text("none: not executed in the log (found or mentioned only)", style="dim")))
         else:
@@ -194,6 +227,15 @@ def startup_table(startup: Any, finds: int, totals: Any, searching: Sequence[Any
         now.append("\n" + search_progress_text(p), style="bold")
         rows.append(("searching now", now))
     return kv_table("First iteration", rows)
+
+
+def cudnn_startup_table(finds: int) -> Table:
+    """A cuDNN layer's first iteration: its finds (``cudnnFind*`` calls, benchmark mode's
+    timed plans); MIOpen's Find-Db, tuning and kernel compiles have no counterpart in the log."""
+    return kv_table("First iteration", [
+        ("Finds", f"{finds:,}"),
+        ("", Text("cuDNN logs no Find-Db, tuning search or kernel compile: its engines tried are under "
+                  "cuDNN's choice", style="dim"))])
 
 
 def warnings_text(warnings: Sequence[str]) -> Text:
@@ -269,7 +311,7 @@ def runs_renderable(latest: Sequence[Any], history: Sequence[Any], state: str, n
         line = Text(f"{visible(r.backend)}: ", style="bold")
         parts = [status_text(r) if verdict != "ok" else "",
                  f"min–max {span}, JIT {units.time_ms(r.jit_ms)}, error {check}" if narrow and r.median_ms else "",
-                 r.engine, f"compared against: {r.reference}" if r.reference else "",
+                 rate_arithmetic(r), r.engine, f"compared against: {r.reference}" if r.reference else "",
                  r.message if verdict == "ok" else "", r.note, v.how if v else "",
                  f"max abs error {units.sci(v.max_abs)}, max relative {units.sci(v.max_rel)}" if v else ""]
         line.append(t("; ".join(p.rstrip(". ") for p in parts if p)))

@@ -17,12 +17,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Log, Static
 
 from miotui import units
 from miotui.run_summary import noise_warning, severity, verdict_of
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, LayerChanged, RunFinished
+from miotui.widgets.footer import KeyFooter
 
 #: Lines the panel keeps (the driver's whole output is also kept on the result).
 PANEL_LINES = 5000
@@ -49,7 +50,7 @@ class DriverScreen(Screen):
         yield Static(id="driver-title")
         yield Log(max_lines=PANEL_LINES, id="driver-log", auto_scroll=True)
         yield Static(id="driver-status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._render_title()

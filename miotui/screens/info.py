@@ -12,9 +12,10 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from miotui.safe_text import visible
+from miotui.widgets.footer import KeyFooter
 
 
 class UndecodedScreen(Screen):
@@ -30,7 +31,7 @@ class UndecodedScreen(Screen):
         yield Static("Loading undecoded lines…", id="undecoded-title")
         table: DataTable = DataTable(id="undecoded-table", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -15,10 +15,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, Tab, Tabs
+from textual.widgets import Input, Static, Tab, Tabs
 
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, ViewChanged
+from miotui.widgets.footer import KeyFooter
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_pane import LogPane
 from miotui.widgets.status_bar import StatusBar
@@ -27,32 +28,42 @@ from miotui.widgets.status_bar import StatusBar
 LOGGING_HINT = ("MIOpen logs nothing by default. Start the job with MIOPEN_ENABLE_LOGGING_CMD=1 (one line per "
                 "call: every layer), and MIOPEN_LOG_LEVEL=5 for MIOpen's chosen solvers; "
                 "MIOPEN_ENABLE_LOGGING=1 logs the full API trace.")
+#: the same for a cuDNN log (level 3 is the only one with the calls; README "Logging a PyTorch job on NVIDIA")
+CUDNN_LOGGING_HINT = ("cuDNN logs its calls only at level 3. Start the job with CUDNN_LOGLEVEL_DBG=3 "
+                      "CUDNN_LOGDEST_DBG=cudnn.log (cuDNN 8 and older: CUDNN_LOGINFO_DBG=1); level 2 logs "
+                      "warnings only, no layer. The cudnn-frontend log needs CUDNN_FRONTEND_LOG_INFO=1 and "
+                      "CUDNN_FRONTEND_LOG_FILE=<file>.")
 
 #: what the time line calls each time source (``miotui.timing.TIME_SOURCES``)
-SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver"}
+SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver",
+                "profiler": "profiler trace", "rocprof": "rocprofv3"}
 
 
-def time_line_text(summary: Any, sources: Sequence[tuple[str, int]]) -> str:
+def time_line_text(summary: Any, sources: Sequence[tuple[str, int]], formats: Sequence[str] = ()) -> str:
     """The line over the table: how many layers are timed and how much the top 5 take,
     how to time the others, where the per-call times come from, and the keys that go
     further (``t``, ``i``).  Cut at the right edge, so the order is what matters most first."""
-    parts = [summary.line()]
+    parts = [summary.line(formats)]
     if 0 < summary.timed < summary.layers:
-        parts.append(f"{summary.layers - summary.timed} untimed: MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 "
-                     "times them")
+        how = ("a profiler trace of the run times them" if "cuDNN" in formats and "MIOpen" not in formats
+               else "MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 times them")
+        parts.append(f"{summary.layers - summary.timed} untimed: {how}")
     if sources:
         parts.append("per call from " + ", ".join(f"{SOURCE_NAMES.get(name, name)} ({n})" for name, n in sources))
     parts.append("t: sort by total · i: first iteration")
     return " · ".join(parts)
 
 
-def empty_text(lines: int, undecoded: int, sources: str, follow: bool) -> str:
-    """Why the table is empty once the log has been read: what was read and what to set."""
-    text = f"No MIOpen layer in {lines:,} lines of {sources} yet"
+def empty_text(lines: int, undecoded: int, sources: str, follow: bool, formats: Sequence[str] = ()) -> str:
+    """Why the table is empty once the log has been read: what was read and what to set,
+    for the format the log is in (``formats``: ``Catalog.formats``; both while it is not told)."""
+    name = "cuDNN" if "cuDNN" in formats else "MIOpen" if formats else ""
+    text = f"No {name + ' ' if name else ''}layer in {lines:,} lines of {sources} yet"
     text += " (following: layers appear as the job logs them).\n\n" if follow else ".\n\n"
-    text += LOGGING_HINT
+    text += {"cuDNN": CUDNN_LOGGING_HINT, "MIOpen": LOGGING_HINT}.get(name, f"{LOGGING_HINT}\n\n{CUDNN_LOGGING_HINT}")
     if undecoded:
-        text += f"\n\n{undecoded:,} lines looked like MIOpen's but could not be decoded: u lists them."
+        what = "records looked like cuDNN's" if name == "cuDNN" else "lines looked like MIOpen's"
+        text += f"\n\n{undecoded:,} {what} but could not be decoded: u lists them."
     return text
 
 
@@ -97,7 +108,7 @@ class LayersScreen(Screen):
         yield Input(placeholder="filter: text, or op:conv dir:wrw dtype:fp16 n:>=64 exec:>100 "
                                 "(enter: keep, escape: clear)", id="filter")
         yield StatusBar(id="status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.table

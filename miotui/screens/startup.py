@@ -21,15 +21,18 @@ from typing import Any, Optional
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Sparkline, Static
+from textual.widgets import Sparkline, Static
 
 from miotui import units
-from miotui.screens.detail_view import t
+from miotui.screens.detail_view import NOT_LOGGED, t
 from miotui.screens.messages import StartupChanged
+from miotui.widgets.footer import KeyFooter
+from miotui.widgets.prerender import render_text
 from miotui.widgets.startup_model import (
     SPAN_CHARS,
     StartupView,
@@ -37,6 +40,7 @@ from miotui.widgets.startup_model import (
     search_progress_text,
     settings_rows,
     span_bar,
+    what_logged,
 )
 
 #: what to set when the log has no clock
@@ -51,6 +55,12 @@ NOTHING_HINT = ("Nothing about the first iteration in this log yet. MIOPEN_LOG_L
 _FIXED = (("Find-Db", 7), ("find", 7), ("tune", 7), ("compile", 7), ("kernels", 7))
 #: the narrowest the layer label and the span bar get, and the widest the label gets
 _LABEL_MIN, _LABEL_MAX, _BAR_MIN = 16, 40, 12
+
+
+def spark_data(values: list[float]) -> list[float]:
+    """What a sparkline draws: nothing (a flat baseline) where every value is zero, since
+    Textual draws a lone value, zero included, as a full bar."""
+    return values if any(values) else []
 
 
 def duration(ms: Optional[float], happened: bool) -> str:
@@ -72,6 +82,7 @@ class StartupScreen(Screen):
         #: as fast as the disk goes): the sparkline shows then
         self.follow = follow
         self._rows_key: Any = None
+        self._timeline_key: Any = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="startup-title")
@@ -86,12 +97,16 @@ class StartupScreen(Screen):
             with Horizontal(classes="spark-row"):
                 yield Static(id="compile-label", classes="spark-label")
                 yield Sparkline([], id="compile-spark")
-            yield Static(id="startup-timeline")
-        yield Footer()
+            yield Static(id="startup-timeline", classes="prerendered")
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.refresh_content()
         self.query_one("#startup-scroll").focus()
+
+    def on_screen_resume(self) -> None:
+        """Reopened (the app keeps this screen): what changed while it was away."""
+        self.refresh_content()
 
     def on_startup_changed(self, message: StartupChanged) -> None:
         message.stop()
@@ -123,17 +138,46 @@ class StartupScreen(Screen):
         rates = list(model.call_rates)
         self.query_one("#calls-label", Static).update(
             Text(f"calls/s {units.sig(rates[-1]) if rates else units.MISSING}", style="dim"))
-        self.query_one("#calls-spark", Sparkline).data = rates or [0.0]
+        self.query_one("#calls-spark", Sparkline).data = spark_data(rates)
         series = compile_series(view.rows, view.totals.timed)
         top = max(series, default=0.0)
-        what = (f"compile/layer ≤{units.time_ms(top)}" if view.totals.timed
-                else f"compiles/layer ≤{top:.0f}")
+        if not what_logged(view.totals)[1] and view.totals.compile_ms is None:
+            what = f"compiles/layer: {NOT_LOGGED}"
+        elif not any(series):
+            what = "compiles/layer: none"
+        else:
+            what = (f"compile/layer ≤{units.time_ms(top)}" if view.totals.timed
+                    else f"compiles/layer ≤{top:.0f}")
         self.query_one("#compile-label", Static).update(Text(what, style="dim"))
-        self.query_one("#compile-spark", Sparkline).data = series or [0.0]
-        key = (view.rows, view.clock, view.more)
+        self.query_one("#compile-spark", Sparkline).data = spark_data(series)
+        screen_width = self.size.width or self.app.size.width
+        scroll = self.query_one("#startup-scroll")
+        width = max(20, screen_width - scroll.styles.gutter.width - scroll.styles.scrollbar_size_vertical)
+        key = (view.rows, view.clock, view.more, screen_width, width)
         if key != self._rows_key:
             self._rows_key = key
-            self.query_one("#startup-timeline", Static).update(self._timeline(view))
+            self.call_after_refresh(self._render_timeline, key, view, screen_width, width)   # after the frame
+
+    @property
+    def ready(self) -> bool:
+        """Whether the timeline shows the latest view (its thread has delivered it)."""
+        return self._rows_key is not None and self._timeline_key is self._rows_key
+
+    @work(thread=True, exclusive=True, group="startup-timeline", exit_on_error=False)
+    def _render_timeline(self, key: Any, view: StartupView, screen_width: int, width: int) -> None:
+        """Worker thread: the timeline (up to 400 layers in a table) laid out ``width``
+        wide, so that ``i`` and the ten-a-second updates while MIOpen compiles never wait
+        for Rich to measure it on the UI thread."""
+        text = render_text(self._timeline(view, screen_width), width)
+        try:
+            self.app.call_from_thread(self._show_timeline, key, text)
+        except RuntimeError:
+            pass      # the app is closing
+
+    def _show_timeline(self, key: Any, text: Text) -> None:
+        if key is self._rows_key:
+            self.query_one("#startup-timeline", Static).update(text)
+            self._timeline_key = key
 
     def _notes(self, view: StartupView) -> Text:
         out = Text()
@@ -199,9 +243,10 @@ class StartupScreen(Screen):
             out.append(search_progress_text(p))
         return out
 
-    def _timeline(self, view: StartupView) -> Any:
+    @staticmethod
+    def _timeline(view: StartupView, screen_width: int) -> Any:
         id_width = max(2, len(str(max((r.layer_id for r in view.rows), default=1))))
-        free = (self.size.width or 80) - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
+        free = screen_width - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
         label = max(_LABEL_MIN, min(_LABEL_MAX, free - _BAR_MIN, max((len(r.label) for r in view.rows), default=0)))
         width = max(_BAR_MIN, free - label)
         legend = "  ".join(f"{c} {k}" for k, c in SPAN_CHARS.items())

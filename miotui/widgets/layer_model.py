@@ -76,12 +76,13 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("id", "#", numeric=True, max_width=6, help="the layer's id: its arrival order (miotui run --layer)",
            priority=0, frozen=True),
-    Column("file", "file", dynamic=True, max_width=22, optional=True, help="source file (several logs)",
-           priority=2),
     Column("op", "op", max_width=9, priority=0, frozen=True),
     Column("dir", "dir", max_width=9, help="direction: fwd, bwd (data), wrw (weights), fwd_train ...",
            priority=0, frozen=True),
     Column("dtype", "dtype", max_width=7, priority=0, frozen=True),
+    # after the frozen columns: the wide view scrolls it with the rest (frozen ones must lead)
+    Column("file", "file", dynamic=True, max_width=22, optional=True, help="source file (several logs)",
+           priority=2),
     Column("layout", "layout", max_width=6, priority=5),
     Column("n", "N", numeric=True, max_width=6, priority=1),
     Column("c", "C", numeric=True, max_width=6, priority=1),
@@ -106,13 +107,19 @@ COLUMNS: tuple[Column, ...] = (
            help="share of the logged GPU time; the bar is relative to the costliest layer", priority=1),
     Column("finds", "find", numeric=True, dynamic=True, max_width=9, priority=4),
     Column("work", "work", numeric=True, max_width=11, help="FLOPs per call", priority=4),
-    Column("solver", "MIOpen solver", dynamic=True, max_width=20, help="MIOpen's chosen solver/algorithm",
+    Column("solver", "solver", dynamic=True, max_width=20,
+           help="the library's choice: MIOpen's solver/algorithm, cuDNN's engine and knobs or plan",
            priority=3, flex=True),
     Column("run_ms", "run time", numeric=True, dynamic=True, max_width=9, optional=True,
            help="last run in miotui: median time per call (its own figure, not the log's GPU time)", priority=0),
     Column("rate", "speed", numeric=True, dynamic=True, max_width=12, optional=True,
            help="last run: GFLOP/s for convolutions, GB/s for memory-bound layers", priority=2),
-    Column("verdict", "verdict", dynamic=True, max_width=16, optional=True, help="last run's verdict", priority=0),
+    Column("verdict", "verdict", dynamic=True, max_width=24, optional=True,
+           help="the runs' verdict: of each backend's latest run, a failure before a pass, a pass before "
+                "n/a or cancelled; the backend named, +N the other backends run", priority=0),
+    Column("miopen", "MIOpen verdict", dynamic=True, max_width=20, optional=True,
+           help="MIOpen's own verdict printed in the log (MIOpenDriver's FAILED / Verifies OK: error/tolerance)",
+           priority=1),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 #: the widest a flex column grows to
@@ -132,6 +139,7 @@ FIELD_ALIASES = {
     "flop": "work", "solver": "solver", "algo": "solver", "ms": "call_ms", "total": "total_ms", "run": "run_ms",
     "runms": "run_ms",
     "time": "run_ms", "gflops": "rate", "speed": "rate", "rate": "rate", "verdict": "verdict", "src": "source",
+    "miopen": "miopen", "logged": "miopen",
     "source": "source", "warn": "warnings", "warnings": "warnings",
 }
 DIMS_KEYS = frozenset({"filter", "pad", "stride", "dilation", "output"})
@@ -140,7 +148,8 @@ DIMS_KEYS = frozenset({"filter", "pad", "stride", "dilation", "output"})
 class Row:
     """One layer: its snapshot, its formatted cells and its search text."""
 
-    __slots__ = ("id", "snapshot", "values", "cells", "added", "result", "_search", "version", "time_source")
+    __slots__ = ("id", "snapshot", "values", "cells", "added", "result", "_search", "version", "time_source",
+                 "files_text")
 
     def __init__(self, snapshot: Any, now: float) -> None:
         self.id: int = snapshot.id
@@ -183,7 +192,10 @@ class Row:
         else:
             cells["file"] = ""
         v["file"] = cells["file"]
+        #: every file the layer was seen in (``file:`` matches any of them, not only the shown one)
+        self.files_text = " ".join(visible(os.path.basename(f)) for f in files).lower()
         ann = dict(snapshot.annotations)
+        v["miopen"] = cells["miopen"] = logged_verdict(ann)
         solver = ann.get("solver", "")
         if not solver and ann.get("algorithm"):
             solver = f"algo {ann['algorithm']}"
@@ -219,6 +231,10 @@ class Row:
         return self._search
 
     def field_text(self, key: str) -> str:
+        if key == "file":
+            return self.files_text
+        if key == "verdict":     # ours and MIOpen's logged one: verdict:failed finds either
+            return f"{self.cells.get('verdict', '')} | {self.cells.get('miopen', '')}".lower()
         if key == "source":
             return " ".join(self.snapshot.sources).lower()
         if key == "warnings":
@@ -234,6 +250,27 @@ class Row:
             return (1, float(value))
         text = str(value if value is not None else "").lower()
         return (1 if text else 0, text)
+
+
+def logged_verdict(annotations: dict[str, str]) -> str:
+    """MIOpen's own verdict printed in the log (MIOpenDriver's ``FAILED`` or ``Verifies OK``),
+    with its error and tolerance where printed: ``FAILED 3.1e-02/1.5e-05``, ``ok 1.2e-07``;
+    empty where the log holds none."""
+    verdict = annotations.get("driver_verdict", "")
+    if not verdict:
+        return ""
+    text = "FAILED" if verdict.upper().startswith("FAIL") else "ok"
+    error, tolerance = annotations.get("driver_verify_error", ""), annotations.get("driver_tolerance", "")
+    if error:
+        text += " " + _sci(error) + ("/" + _sci(tolerance) if tolerance else "")
+    return text
+
+
+def _sci(text: str) -> str:
+    try:
+        return units.sci(float(text))
+    except ValueError:
+        return visible(text)
 
 
 # ---------------------------------------------------------------------- filter
@@ -298,7 +335,7 @@ def _text_predicate(key: str, value: str) -> Predicate:
                 return True
             if dims_key and cell and all(part == a for part in cell.split("x")):
                 return True
-            if key in ("source", "warnings", "solver", "mode", "file") and a in cell:
+            if key in ("source", "warnings", "solver", "mode", "file", "verdict", "miopen") and a in cell:
                 return True
         return False
     return text

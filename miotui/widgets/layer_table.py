@@ -18,6 +18,7 @@ view), and scrolling it sideways keeps the frozen columns (``# op dir dtype``) i
 
 from __future__ import annotations
 
+from itertools import takewhile
 from typing import Any, Iterable, Optional
 
 from rich.segment import Segment
@@ -193,7 +194,8 @@ class LayerTable(ScrollView, can_focus=True):
                                                   model.natural)
         widths = self._widths
         total = 1 + sum(widths[c.key] + 1 for c in self._columns)
-        self._frozen_width = 1 + sum(widths[c.key] + 1 for c in self._columns if c.frozen)
+        # the frozen columns are the leading ones (a column between them would scroll under them)
+        self._frozen_width = 1 + sum(widths[c.key] + 1 for c in takewhile(lambda c: c.frozen, self._columns))
         sig = tuple((c.key, widths[c.key]) for c in self._columns)
         if sig != self._widths_sig:
             self._widths_sig = sig

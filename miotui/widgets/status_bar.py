@@ -49,6 +49,8 @@ class StatusInfo:
     new_badge: int = 0
     #: each source's ``SourceStats`` when there are several (else empty)
     files: tuple = ()
+    #: the log formats read (``MIOpen``, ``cuDNN``; ``MIOpen + cuDNN`` for a mix)
+    formats: str = ""
 
 
 #: states in which a file is read as it should be (the others are named in the bar)
@@ -109,7 +111,7 @@ def follow_state(data: Any, follow_mode: bool, table_follows: bool) -> str:
 
 
 def files_text(files: Sequence[Any]) -> str:
-    """``8 files · 8.20 MB/s · rank3 1.00 MB/s, 90.0 MiB behind · 1 waiting for a writer (rank7) ·
+    """``8 files · 8.20 MB/s · rank3 1.00 MB/s, 94.4 MB behind · 1 waiting for a writer (rank7) ·
     rank0 1.02 MB/s, rank1 ...``."""
     return " · ".join(text for text, _ in files_parts(files))
 
@@ -153,6 +155,8 @@ class StatusBar(Horizontal):
             t.append(f" ▼ {info.new_badge} new ", style="bold reverse")
             t.append(" ")
         t.append(f" {visible(info.sources)} ", style="bold")
+        if info.formats:
+            t.append(f"{visible(info.formats)} ", style="cyan")
         if info.follow_state:
             style = "bold" if info.follow_state.startswith("follow") else ""
             if any(w in info.follow_state for w in _WARN_WORDS):

@@ -1,0 +1,25 @@
+"""NVIDIA cuDNN logs: the API log (``CUDNN_LOGLEVEL_DBG=3``, cuDNN 7-9, every public form)
+and the cudnn-frontend log, decoded into the same problems as MIOpen's logs.
+
+``CudnnScanner`` has the MIOpen scanner's ``feed``/``finish`` and writes to the same
+catalog; ``looks_like_cudnn`` says whether a log's first bytes are cuDNN's.  Issue 20's
+``FORMATS`` registry is to list this package by ``NAME``.
+"""
+
+from miotui.formats.cudnn.scanner import SOURCES, CudnnScanner, CudnnStats, decode_cudnn_bytes, looks_like_cudnn
+
+NAME = "cudnn"
+
+
+
+#: beside a cuDNN layer's MIOpenDriver command, wherever it is shown or written
+TRANSLATION = "translated from cuDNN: the same problem for MIOpenDriver, to run it on AMD"
+
+
+def from_cudnn(sources) -> bool:
+    """Whether a layer seen in ``sources`` (its snapshot's) came from a cuDNN log."""
+    return any(s in SOURCES for s in sources)
+
+
+__all__ = ["NAME", "SOURCES", "TRANSLATION", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
+           "looks_like_cudnn"]

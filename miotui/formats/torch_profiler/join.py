@@ -1,0 +1,71 @@
+"""A trace's layer times given to the layers of a log of the same run
+(``miotui decode train.log trace.json``).
+
+The log says which layers ran and how often; the trace says what each cost on the GPU.  A
+log layer and a trace layer are the same layer when their problems are equal, else when
+they agree on everything but the layout (``miotui.diff.match_layers``, the pairing ``miotui
+diff`` uses: a cuDNN or MIOpen log and a trace of one run describe a layer alike, but a
+log may print a filter's layout where the trace's strides say otherwise).  The log's row
+gets the trace's annotations (time source ``profiler``, first among the sources), so its
+time per call is measured; its own logged time stays beside it.  Its total is that time
+times the log's executions.  Trace layers the log does not have are counted, never added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from miotui.catalog import Catalog
+from miotui.diff import layout_of, match_layers
+from miotui.formats.torch_profiler.scanner import SOURCE
+from miotui.timing import KernelTime
+
+#: the annotations a trace layer gives the log's layer
+CARRIED = ("profiler_time_ms", "profiler_total_ms", "profiler_kernels", "profiler_pair_ms", "profiler_pair_total_ms",
+           "profiler_pair")
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What the join found: log layers given a time, trace layers with no log layer."""
+
+    matched: int
+    log_layers: int
+    trace_layers: int
+    unmatched_trace: int
+
+    def line(self) -> str:
+        return (f"trace: {self.matched} of {self.log_layers} logged layers matched; "
+                f"{self.unmatched_trace} of the trace's {self.trace_layers} layers are not in the log")
+
+
+def join_trace(log: Catalog, trace: Catalog, file: str = "") -> Joined:
+    """Give ``log``'s layers the times of the same layers in ``trace`` (see the module)."""
+    trace_layers = trace.layers()
+    log_layers = log.layers()
+    matched = 0
+    attributed_ms = 0.0
+    with log.lock:
+        for mine, theirs in match_layers(log_layers, trace_layers, ignore_batch=False):
+            if mine is None or theirs is None:
+                continue
+            notes = [(name, theirs.annotation(name)) for name in CARRIED if theirs.annotation(name)]
+            if not notes:
+                continue
+            matched += 1
+            notes.append(("profiler_calls", f"{theirs.executions} calls in the trace"))
+            if mine.problem != theirs.problem:
+                notes.append(("profiler_match", f"matched without the layout (the trace: {layout_of(theirs.problem)})"))
+            attributed_ms += float(theirs.annotation("profiler_total_ms", "0"))
+            attributed_ms += float(theirs.annotation("profiler_pair_total_ms", "0")) / 2
+            log.add_sighting(mine.problem, "mention", SOURCE, 0, file, annotations=notes, count=False)
+        total = trace.kernel_time.get("profiler")
+        if total is not None:
+            log.kernel_time["profiler"] = KernelTime(total.total_ms, attributed_ms, total.kernels)
+        records = trace.undecoded()
+        for record in records:
+            log.add_undecoded(record.line, record.reason, record.text, file)
+        log.undecoded_count += trace.undecoded_count - len(records)   # counted beyond those kept
+    unmatched = sum(1 for layer in trace_layers if layer.annotation("profiler_time_ms")
+                    or layer.annotation("profiler_pair_ms")) - matched
+    return Joined(matched, len(log_layers), len(trace_layers), max(0, unmatched))

@@ -1,0 +1,92 @@
+"""Reactions (issue 19 §6): ``enter``, ``escape`` and ``i`` while following did up to 490 ms
+of work on the UI thread.  What made them slow is checked here as behaviour (the times are
+measured by ``benchmarks/bench_app.py --only keys``, never by a timed test): the screens are
+not rebuilt on open, the footer is not rebuilt when its keys are the same, and the detail's
+tables and the first-iteration timeline are laid out in a worker thread."""
+
+from __future__ import annotations
+
+import threading
+
+from app_helpers import SIZE, app_for, conv, isolated_fixture, loaded, plain, pool, table, wait_until
+from textual.widgets import Footer
+
+from miotui.screens.detail import DetailScreen
+from miotui.screens.startup import StartupScreen
+
+FIXTURES = (isolated_fixture,)
+
+
+async def test_enter_reopens_the_same_detail_screen_showing_the_new_layer(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(conv() + conv(n=4) + pool())
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 3)
+        table(app).move_cursor_to(1)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and getattr(app.screen, 'ready', True))
+        first = app.screen
+        assert "conv -n 1 " in plain(first.query_one("#detail-command"))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.layers_screen)
+        table(app).move_cursor_to(3)
+        await pilot.press("enter")
+        assert app.screen is first, "the detail screen is reopened, not composed again"
+        assert "Layer 3: pool" in plain(first.query_one("#detail-title"))
+        assert "LogCmdConvolution" not in plain(first.query_one("#detail-raw")), \
+            "never the sections of the layer shown before under this title"
+        await wait_until(pilot, lambda: getattr(app.screen, 'ready', True))
+        assert "Pooling_logging_cmd" in plain(first.query_one("#detail-raw"))
+        await pilot.press("escape", "i")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        startup = app.screen
+        await pilot.press("escape", "i")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen))
+        assert app.screen is startup
+
+
+async def test_the_footer_is_not_rebuilt_when_its_keys_are_the_same(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(conv() + pool())
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 2)
+        footer = app.layers_screen.query_one(Footer)
+        await wait_until(pilot, lambda: len(footer.query("FooterKey")) > 3)
+        keys = list(footer.query("FooterKey"))
+        for _ in range(2):
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: app.screen is app.layers_screen)
+        await pilot.press("down", "up")
+        await pilot.pause(0.2)
+        assert list(footer.query("FooterKey")) == keys, "the same keys: the same widgets, not rebuilt"
+
+
+async def test_the_detail_and_the_timeline_are_laid_out_off_the_ui_thread(tmp_path, monkeypatch):
+    from miotui.samplegen.generator import generate_text
+    from miotui.samplegen.spec import SampleSpec
+    from miotui.screens import detail, startup
+    from miotui.widgets.prerender import render_text
+    threads: list[tuple[str, bool]] = []
+
+    def spy(renderable, width):       # the real layout, noting where it ran
+        threads.append((type(renderable).__name__, threading.current_thread() is threading.main_thread()))
+        return render_text(renderable, width)
+
+    monkeypatch.setattr(detail, "render_text", spy)
+    monkeypatch.setattr(startup, "render_text", spy)
+    log = tmp_path / "train.log"
+    log.write_text(generate_text(SampleSpec(format="info", iterations=1, startup=True)))
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.last_poll is not None and app.last_poll.finished, timeout=30)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and getattr(app.screen, 'ready', True))
+        assert "Table" in {name for name, _ in threads}
+        await pilot.press("escape", "i")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and getattr(app.screen, 'ready', True))
+        assert "#" in plain(app.screen.query_one("#startup-timeline"))
+        assert threads and not any(on_main for _, on_main in threads), threads
