@@ -138,6 +138,10 @@ class _Row:
         return self._snapshot
 
 
+#: the type of a catalog's rows, for code that must tell a row from a value (``logs.ranges``)
+LayerRow = _Row
+
+
 class Catalog:
     """Unique layers keyed by their problem value (op, direction, dtype, layout and shape)."""
 
@@ -163,6 +167,8 @@ class Catalog:
         #: the log formats read into it, in the order first seen (``MIOpen``, ``cuDNN``): the
         #: status bar names them, the empty state says how to log the format it is waiting on
         self.formats: dict[str, None] = {}
+        #: problems of rows made by ``carry_rows`` (empty for a catalog of a whole file)
+        self.carried: set[Problem] = set()
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -301,6 +307,25 @@ class Catalog:
         self.version += 1
 
     # ------------------------------------------------------------------ merging (decoding files apart)
+
+    def rows_met(self) -> list[_Row]:
+        """Every row, in the order made (what a scanner carries to ``carry_rows``)."""
+        return list(self._rows)
+
+    def carry_rows(self, rows: Iterable[_Row]) -> dict[int, _Row]:
+        """Rows a scanner met before this catalog began (a range of one file decoded after a
+        warm-up over the lines before it, ``miotui.logs.ranges``): each made here with no
+        count, sighting or line of its own, touched in the order they were last touched, so
+        the scanner goes on reading them as before.  Their problems are kept in
+        ``carried``: the merge must find each in the catalog before (else the range's start
+        was not what the serial run saw).  Returns old row id -> new row."""
+        made = {}
+        for row in sorted(rows, key=lambda r: r.version):
+            new = self.row_for(row.problem, row.first_line)
+            self._touch(new)
+            made[id(row)] = new
+            self.carried.add(row.problem)
+        return made
 
     def merge(self, later: Catalog) -> None:
         """Add ``later``, the catalog of the next file decoded on its own (by its own

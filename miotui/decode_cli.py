@@ -28,8 +28,8 @@ def _decode_parser() -> argparse.ArgumentParser:
                    help="write MIOpenDriver commands for this driver: a MIOpen version (3.2.0) or a ROCm release "
                         "(rocm-6.2); default: today's driver")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
-                   help="decode several files at once, one process per file, at most N (default: the cores; "
-                        "1: one after the other); the output is the same")
+                   help="decode several files at once, one process per file, and one big file in byte ranges at "
+                        "once, at most N processes (default: the cores; 1: serially); the output is the same")
     return p
 
 

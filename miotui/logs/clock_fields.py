@@ -23,13 +23,15 @@ from itertools import accumulate
 from operator import add, itemgetter
 from typing import Optional
 
+from miotui.logs.lines import PREFIX_WORD_RE, PREFIX_WORDS
+
 _DATE = r"\d{4}-\d\d-\d\d[T ][\d:.]+Z?"
 #: one time field, after MIOpen's prefix word and before its ": "
-FIELD_RE = re.compile(rf"(MIOpen(?:\((?:HIP|OpenCL)\))?)( *\d+\.\d{{3}}(?: \({_DATE}\))?| \({_DATE}\))(?=: )")
+FIELD_RE = re.compile(rf"({PREFIX_WORD_RE})( *\d+\.\d{{3}}(?: \({_DATE}\))?| \({_DATE}\))(?=: )")
 _FIELD_PARTS_RE = re.compile(rf" *(\d+\.\d{{3}})?(?: \(({_DATE[:-2]})Z?\))?")
 # the fields of the fast path joined by "\n": each empty or a plain elapsed time
 _ELAPSED_FIELDS_RE = re.compile(r"(?:(?: *+\d++\.\d{3})?+\n)*+(?: *\d+\.\d{3})?")
-_FAST_PREFIX = "MIOpen(HIP)"
+_DRIVER = "MIOpenDriver"
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
@@ -99,15 +101,9 @@ class ChunkFields:
 
 def lift(text: str) -> tuple[str, ChunkFields]:
     """``text`` (whole lines, "\\n"-ended) without its time fields, and the fields."""
-    if _FAST_PREFIX in text and text.count("MIOpen") == text.count(_FAST_PREFIX) + text.count("MIOpenDriver"):
-        head, *pieces = text.split(_FAST_PREFIX)
-        parts = list(map(str.partition, pieces, [": "] * len(pieces)))
-        fields = list(map(_first, parts))
-        joined = "\n".join(fields)
-        if "" not in map(_second, parts) and joined.count("\n") == len(fields) - 1 \
-                and _ELAPSED_FIELDS_RE.fullmatch(joined):
-            stripped = (_FAST_PREFIX + ": ").join([head, *map(_third, parts)])
-            return stripped, ChunkFields(fields, True, line_counts=(head, pieces))
+    fast = lift_fast(text)
+    if fast is not None:
+        return fast
     fields, lines = [], []
     for i, line in enumerate(text.split("\n")):
         if "MIOpen" in line:
@@ -118,3 +114,28 @@ def lift(text: str) -> tuple[str, ChunkFields]:
         return text, ChunkFields([], True, lines=[])
     elapsed_only = "(" not in "".join(fields)
     return FIELD_RE.sub(r"\1", text), ChunkFields(fields, elapsed_only, lines=lines)
+
+
+def lift_fast(text: str) -> Optional[tuple[str, ChunkFields]]:
+    """``lift``'s fast path, for a chunk whose every MIOpen prefix is one spelling (any of
+    ``PREFIX_WORDS``: ROCm 7's bare ``MIOpen`` as fast as ``MIOpen(HIP)``) with a plain
+    elapsed time; None for any other chunk.  The chunk is split on the word; the bare word
+    also starts ``MIOpenDriver`` and the other spellings, so it is split on ``"MIOpen "``
+    (its elapsed field is right-aligned after a space; a field of 10 s or more has none, and
+    its chunk takes the general path)."""
+    at = text.find("MIOpen")
+    if at < 0:
+        return None
+    # the spelling of the chunk's first prefix (each spelling but the last starts with the last)
+    word = next(w for w in PREFIX_WORDS if text.startswith(w, at))
+    split = word + " " if word == PREFIX_WORDS[-1] else word
+    if text.count("MIOpen") != text.count(split) + text.count(_DRIVER):
+        return None
+    head, *pieces = text.split(split)
+    parts = list(map(str.partition, pieces, [": "] * len(pieces)))
+    fields = list(map(_first, parts))
+    joined = "\n".join(fields)
+    if "" in map(_second, parts) or joined.count("\n") != len(fields) - 1 \
+            or not _ELAPSED_FIELDS_RE.fullmatch(joined):
+        return None
+    return (word + ": ").join([head, *map(_third, parts)]), ChunkFields(fields, True, line_counts=(head, pieces))

@@ -14,10 +14,11 @@ from typing import Any, Callable, Optional
 from miotui.driver import KNOWN_BASES
 from miotui.driver.output_lines import OutputLine, parse_output_line
 from miotui.logs.events import Annotation, Event, Sighting, Undecoded
+from miotui.logs.lines import PREFIX_WORD_RE
 
 # ============================================================================= inside logs
 
-_LIBRARY_LINE_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?[^:]{0,20}: (?:Command \[|\S+ \[)|"
+_LIBRARY_LINE_RE = re.compile(PREFIX_WORD_RE + r"[^:]{0,20}: (?:Command \[|\S+ \[)|"
                               r"^\s*miopen\w+: \S*MIOpenDriver")
 _FRAGMENT_RE = re.compile(r"^(?:-{1,2}[A-Za-z_@#$%^!&?]\S*(?:\s+\S+)?(?:\s|$)|"
                           r"(?:conv|pool|bnorm|activ|lrn|softmax|CBAInfer|CAInfer|rnn|gemm|ctc|dropout|tensorop|"

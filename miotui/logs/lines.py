@@ -15,8 +15,14 @@ from typing import Optional
 #: Longer lines are cut to this many characters before decoding (a 1 MB progress bar
 #: line must not cost 1 MB per cache entry).
 MAX_LINE = 16_384
+#: The spellings of MIOpen's prefix word, the one place that lists them: ``MIOpen(HIP)`` and
+#: ``MIOpen(OpenCL)`` before ROCm 7, bare ``MIOpen`` since (TheRock) and in the oldest logs.
+#: Every fast path takes each of them (``clock_fields.lift``); a new spelling goes here.
+PREFIX_WORDS = ("MIOpen(HIP)", "MIOpen(OpenCL)", "MIOpen")
+#: a regular expression for any of the spellings
+PREFIX_WORD_RE = "(?:" + "|".join(re.escape(w) for w in PREFIX_WORDS) + ")"
 #: MIOpen's line prefix, every version (the thread id or hostname before it is found separately)
-PREFIX_RE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
+PREFIX_RE = re.compile(PREFIX_WORD_RE + r"(?: *\d+\.\d{3})?(?: \([^)]*\))?: ")
 _LEAD_TID_RE = re.compile(r"(?:^|[\s|:])(\d+) $")
 _LEVEL_RE = re.compile(r"^(?:\S+ )?(Fatal|Error|Warning|Info2|Info|Trace) \[([^\]]*)\] ?(.*)$", re.S)
 _COMMAND_RE = re.compile(r"^Command \[([^\]]*)\] (\S*MIOpenDriver(?:\.exe)?) +(.*)$")

@@ -1,4 +1,5 @@
-"""Several whole files decoded at once: one worker process per file, merged in path order.
+"""Several whole files decoded at once: one worker process per file, merged in path order
+(one big file: in ranges at once, ``miotui.logs.ranges``).
 
 Why processes: decoding is pure-Python work (one thread at a time holds the interpreter),
 and the files are independent: each file has a ``LogScanner`` of its own that keeps its
@@ -28,6 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Optional, Sequence
 
 from miotui.catalog import Catalog
+from miotui.logs.ranges import decode_file_in_ranges, range_workers
 from miotui.logs.sources import (
     decode_path,
     decode_paths,
@@ -75,6 +77,12 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
             catalog = decode_files(logs, jobs)
             catalog.joined = join_traces(catalog, traces)
             return catalog
+    if len(paths) == 1 and separable(paths):
+        parts = range_workers(paths[0], jobs)
+        if parts > 1:
+            catalog = decode_file_in_ranges(paths[0], parts, pool_context=_context())
+            if catalog is not None:
+                return catalog
     workers = worker_count(paths, jobs)
     if workers > 1 and separable(paths):
         catalog = _decode_apart(paths, workers)

@@ -81,6 +81,12 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._carry = b""
         self._cache: dict[str, tuple] = {}
         self._cache_chars = 0
+        #: text lines the driver tracker ignored, cached as NOISE since (skipped while cached,
+        #: which can matter later: a carried state, ``carried_state``)
+        self._quieted: set[str] = set()
+        #: the driver tracker answered a line or held a command (then which lines were quieted
+        #: matters, and it depends on the cache's history: ``miotui.logs.ranges`` decodes serially)
+        self.driver_answered = False
         self._blocks: dict[str, _Block] = {}
         self._orphan: set[str] = set()
         # tid -> [(problem, role, sources seen)] of its current call (a list: one or two
@@ -171,6 +177,52 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             for tid in list(self._find_open):
                 self._close_find(tid)
             self.catalog.finished = time.monotonic()
+
+    #: attributes that only speed the scan up (a cache rebuilt from the lines, a counter):
+    #: two scanners may differ there and still read every later line the same way
+    SPEED_ONLY = frozenset({"catalog", "_cache", "_cache_chars", "_whole_blocks", "_whole_chars",
+                            "whole_block_hits", "_command_cache", "_db_cache", "_calls_by_text",
+                            "_guess_warnings", "_decode_db_record", "trace", "levels", "driver", "sql",
+                            # the time fields of the chunk being read: all applied between chunks
+                            "_chunk_fields", "_chunk_base", "_chunk_next",
+                            # the whole-block path's guess at how blocks end (a wrong one: line by line)
+                            "_bare_close",
+                            # they matter only where the driver tracker answers lines (see there)
+                            "_quieted", "driver_answered",
+                            # the clock after a warm-up is not the serial one: a range that asks
+                            # for it is not trusted (``clock_asked_unknown``), so it is not compared
+                            "_clock", "clock_unknown", "clock_asked_unknown"})
+
+    def carried_state(self) -> dict[str, object]:
+        """What this scanner carries from the lines it read to the lines after them, by name
+        (its decoders' own state included; its caches not): two scanners whose carried
+        states are equal read every later line the same way (``miotui.logs.ranges`` checks
+        that where one file is decoded in ranges)."""
+        state = {name: value for name, value in vars(self).items() if name not in self.SPEED_ONLY}
+        for name in ("trace", "levels", "driver", "sql"):
+            state[name] = getattr(self, name)
+        return state
+
+    def move_to(self, catalog: Catalog) -> None:
+        """Go on into ``catalog`` (the range after a warm-up, ``miotui.logs.ranges``): the rows
+        this scanner met are carried over (``Catalog.carry_rows``) and its caches, which hold
+        rows, start empty (but for the text lines it quieted)."""
+        with self.catalog.lock:
+            if self._unsettled:
+                self._settle()
+            made = catalog.carry_rows(self.catalog.rows_met())
+            self._last_row = {tid: made[id(row)] for tid, row in self._last_row.items()}
+            self._cache.clear()
+            self._cache_chars = 0
+            for line in self._quieted:
+                self._cache[line] = (NOISE,)
+            self._calls_by_text.clear()
+            self._whole_blocks.clear()
+            self._whole_chars = 0
+            if self.catalog.startup.timed:
+                catalog.startup.timed = True
+            self.clock_unknown = bool(self._timed)
+            self.catalog = catalog
 
     @staticmethod
     def _cap(carry: bytes) -> bytes:
@@ -351,6 +403,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         self._cache_chars += len(line)
         if len(self._cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
             self._cache.clear()
+            self._quieted.clear()
             self._calls_by_text.clear()
             self._cache_chars = len(line)
         self._cache[line] = c
@@ -549,9 +602,12 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             events = [Undecoded(f"driver output decoder failed: {type(e).__name__}: {e}")]
         if self.driver.held is not None and self.driver.held is not held:
             self._driver_line = n   # the line a held command is recorded at
+        if events is not None or self.driver.held is not None:
+            self.driver_answered = True
         if events is None:
             if c[0] == TEXT and line in self._cache:
                 self._cache[line] = (NOISE,)
+                self._quieted.add(line)
             return
         if events:
             self._apply(events, "", n, line)

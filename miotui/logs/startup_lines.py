@@ -217,6 +217,10 @@ class StartupRouting:
         self._find_clock: dict[str, list] = {}   # tid -> [start clock, regenerated]
         self._waiting: dict[str, list[tuple]] = {}
         self._find_db_logged = False  # a Find-Db miss or the find-mode banner was seen
+        #: the clock's value is not known here (a range of a timed log read after a warm-up,
+        #: ``miotui.logs.ranges``), and whether a fact asked for it since
+        self.clock_unknown = False
+        self.clock_asked_unknown = False
 
     @property
     def clock_ms(self) -> Optional[float]:
@@ -231,6 +235,8 @@ class StartupRouting:
                 clock = advance(clock, fields[i])
                 i += 1
             self._clock, self._chunk_next = clock, i
+        if self.clock_unknown:
+            self.clock_asked_unknown = True
         return self._clock
 
     def _clock_chunk(self, fields: ChunkFields) -> None:
