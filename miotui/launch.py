@@ -252,7 +252,9 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
         return 2
     paths = list(paths)
     if not demo:
-        error = _check_paths(list(traces)) or (None if follow else _check_paths(paths))
+        missing = [t for t in traces if not os.path.isfile(t)]   # read once, at start: it must be there
+        error = (f"cannot read the trace {missing[0]}: no such file" if missing
+                 else None if follow else _check_paths(paths))
         if error:   # it names a path as given: a pasted name may hold an escape
             from miotui.safe_text import visible
             print(f"miotui: {visible(error)}", file=sys.stderr)

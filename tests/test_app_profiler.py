@@ -105,3 +105,10 @@ async def test_a_trace_alone_opens_with_its_own_layers_and_times():
         await wait_until(pilot, lambda: app_times(app) == want, what=lambda: f"{app_times(app)}")
         assert "profiler" in {source for source, _ in want.values()}
         assert "per call from profiler trace" in time_line(app)
+
+
+def test_a_missing_trace_is_refused_at_start_also_when_following(tmp_path, capsys):
+    from miotui.launch import launch
+    missing = str(tmp_path / "nope.json")
+    assert launch([LOG], follow=True, demo=False, pid=None, traces=[missing]) == 2
+    assert f"cannot read the trace {missing}: no such file" in capsys.readouterr().err
