@@ -112,3 +112,12 @@ def test_a_missing_trace_is_refused_at_start_also_when_following(tmp_path, capsy
     missing = str(tmp_path / "nope.json")
     assert launch([LOG], follow=True, demo=False, pid=None, traces=[missing]) == 2
     assert f"cannot read the trace {missing}: no such file" in capsys.readouterr().err
+
+
+async def test_the_trace_is_not_a_file_of_the_logs_layers():
+    app = app_for([LOG], traces=[TRACE])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 17)
+        await wait_until(pilot, lambda: "trace: 17 of 17" in time_line(app), what=lambda: time_line(app))
+        assert "file" not in table(app).column_keys, "one log: no file column, the trace is not a source file"
+        assert all(not snap.files for snap in app.model.layers.values())

@@ -84,7 +84,9 @@ class TraceJoin:
                     self.matched_trace.add(theirs.index)
                     self.attributed_ms += float(theirs.annotation("profiler_total_ms", "0"))
                     self.attributed_ms += float(theirs.annotation("profiler_pair_total_ms", "0")) / 2
-                log.add_sighting(mine.problem, "mention", SOURCE, 0, self.file, annotations=notes, count=False)
+                # no file: the row's files are the logs it was seen in (the file column), the
+                # trace is named by the join's line
+                log.add_sighting(mine.problem, "mention", SOURCE, 0, "", annotations=notes, count=False)
             total = self.trace.kernel_time.get("profiler")
             if total is not None:
                 log.kernel_time["profiler"] = KernelTime(total.total_ms, self.attributed_ms, total.kernels)
