@@ -22,6 +22,8 @@ from miotui.timing import layer_times
 
 FIXTURES = (isolated_fixture,)
 SIZE = (200, 45)
+#: seconds a condition may take: the log is 137 619 lines, decoded on a shared 2-core machine
+WAIT_S = 30.0
 DATA = Path(__file__).parent / "data" / "profiler"
 LOG = str(DATA / "joined_cudnn.log.gz")
 TRACE = str(DATA / "joined_trace.json.gz")
@@ -56,8 +58,8 @@ async def test_log_and_trace_show_the_profiler_times_and_the_line_says_so(expect
     logs, traces, kernel_traces = app_paths([LOG, TRACE])
     app = app_for(logs, traces=traces, kernel_traces=kernel_traces)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app, 17)
-        await wait_until(pilot, lambda: app_times(app) == expected and "profiler:" in time_line(app),
+        await loaded(pilot, app, 17, timeout=WAIT_S)
+        await wait_until(pilot, lambda: app_times(app) == expected and "profiler:" in time_line(app), timeout=WAIT_S,
                          what=lambda: f"profiler times in the table: {app_times(app)}")
         timed = [p for p, (source, _) in expected.items() if source == "profiler"]
         assert len(timed) == 15
@@ -82,15 +84,16 @@ async def test_a_followed_log_that_grows_gets_the_trace_times_for_its_new_layers
     assert 0 < len(first) < len(expected)
     app = app_for([log], follow=True, traces=[TRACE])
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app_times(app) == {p: expected[p] for p in first},
+        await wait_until(pilot, lambda: app_times(app) == {p: expected[p] for p in first}, timeout=WAIT_S,
                          what=lambda: f"the first half timed: {app_times(app)}")
-        assert "trace: 10 of 10 logged layers matched" in time_line(app)
+        await wait_until(pilot, lambda: "trace: 10 of 10 logged layers matched" in time_line(app), timeout=WAIT_S,
+                         what=lambda: time_line(app))
         with log.open("a") as f:
             f.write(text[cut:])
-        await wait_until(pilot, lambda: app_times(app) == expected, timeout=20,
+        await wait_until(pilot, lambda: app_times(app) == expected, timeout=WAIT_S,
                          what=lambda: f"the new layers timed too: {app_times(app)}")
         assert any(source == "profiler" for p, (source, _) in app_times(app).items() if p not in first)
-        await wait_until(pilot, lambda: "trace: 17 of 17 logged layers matched" in time_line(app),
+        await wait_until(pilot, lambda: "trace: 17 of 17 logged layers matched" in time_line(app), timeout=WAIT_S,
                          what=lambda: time_line(app))
 
 
@@ -101,8 +104,8 @@ async def test_a_trace_alone_opens_with_its_own_layers_and_times():
     logs, traces, kernel_traces = app_paths([TRACE])
     app = app_for(logs, traces=traces, kernel_traces=kernel_traces)
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app, len(want))
-        await wait_until(pilot, lambda: app_times(app) == want, what=lambda: f"{app_times(app)}")
+        await loaded(pilot, app, len(want), timeout=WAIT_S)
+        await wait_until(pilot, lambda: app_times(app) == want, timeout=WAIT_S, what=lambda: f"{app_times(app)}")
         assert "profiler" in {source for source, _ in want.values()}
         assert "per call from profiler trace" in time_line(app)
 
@@ -117,7 +120,8 @@ def test_a_missing_trace_is_refused_at_start_also_when_following(tmp_path, capsy
 async def test_the_trace_is_not_a_file_of_the_logs_layers():
     app = app_for([LOG], traces=[TRACE])
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, app, 17)
-        await wait_until(pilot, lambda: "trace: 17 of 17" in time_line(app), what=lambda: time_line(app))
+        await loaded(pilot, app, 17, timeout=WAIT_S)
+        await wait_until(pilot, lambda: "trace: 17 of 17" in time_line(app), timeout=WAIT_S,
+                         what=lambda: time_line(app))
         assert "file" not in table(app).column_keys, "one log: no file column, the trace is not a source file"
         assert all(not snap.files for snap in app.model.layers.values())
