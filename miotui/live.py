@@ -200,7 +200,9 @@ class Poller:
             try:
                 version, changed = self.catalog.changed_since(version)
                 cat = self.catalog
-                if self.traces and self.traces.join(cat, changed):   # new layers timed: their new snapshots
+                # new layers timed: their new snapshots, with the layers read meanwhile, joined in turn
+                # (one read between the two looks would be posted untimed and never offered again)
+                while self.traces and self.traces.join(cat, changed):
                     version, changed = _newer(changed, *cat.changed_since(version))
                 lps = rate.add(t0, cat.lines)
                 summary = books.take(changed)

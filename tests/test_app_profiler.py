@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import gzip
 import re
+import threading
 from pathlib import Path
 
 import pytest
 from app_helpers import app_for, isolated_fixture, loaded, plain, table, wait_until
 
+from miotui.catalog import Catalog
 from miotui.launch import app_paths
+from miotui.live import Poller
+from miotui.live_traces import LiveTraces
+from miotui.logs.follow import LogReader
 from miotui.logs.sources import decode_paths
 from miotui.timing import layer_times
 
@@ -41,6 +46,12 @@ def app_times(app) -> dict:
     """problem -> (time source, ms per call) as the app shows them."""
     return {snap.problem: (app.model.layer_time(snap.id).source, app.model.layer_time(snap.id).per_call_ms)
             for snap in app.model.layers.values()}
+
+
+def differences(shown: dict, expected: dict, problems) -> str:
+    """What the app shows differently from ``expected`` for ``problems`` (a failure's message)."""
+    return "; ".join(f"{p}: shown {shown.get(p, 'no row')}, expected {expected[p]}" for p in problems
+                     if shown.get(p) != expected[p]) + f"; rows not expected: {set(shown) - set(problems)}"
 
 
 def time_line(app) -> str:
@@ -85,7 +96,7 @@ async def test_a_followed_log_that_grows_gets_the_trace_times_for_its_new_layers
     app = app_for([log], follow=True, traces=[TRACE])
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app_times(app) == {p: expected[p] for p in first}, timeout=WAIT_S,
-                         what=lambda: f"the first half timed: {app_times(app)}")
+                         what=lambda: f"the first half timed: {differences(app_times(app), expected, first)}")
         await wait_until(pilot, lambda: "trace: 10 of 10 logged layers matched" in time_line(app), timeout=WAIT_S,
                          what=lambda: time_line(app))
         with log.open("a") as f:
@@ -125,3 +136,46 @@ async def test_the_trace_is_not_a_file_of_the_logs_layers():
                          what=lambda: time_line(app))
         assert "file" not in table(app).column_keys, "one log: no file column, the trace is not a source file"
         assert all(not snap.files for snap in app.model.layers.values())
+
+
+class ReadBetweenLooks(Catalog):
+    """A catalog whose reader adds a layer right after the poller's first look at what
+    changed (the race: a layer read while the poller joins the ones it saw)."""
+
+    def __init__(self, late: list) -> None:
+        super().__init__()
+        self.late = late
+
+    def changed_since(self, version: int):
+        out = super().changed_since(version)
+        if self.late and out[1]:
+            self.add_sighting(self.late.pop(), "execution", "cudnn-api", 1)
+        return out
+
+
+def test_a_layer_read_while_the_poller_joins_gets_its_time_too(tmp_path, expected):
+    timed = [p for p, (source, _) in expected.items() if source == "profiler"]
+    catalog = ReadBetweenLooks([timed[1]])
+    catalog.add_sighting(timed[0], "execution", "cudnn-api", 1)
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    polls: list = []
+    done = threading.Event()
+
+    def post(data):
+        polls.append(data)
+        poller.ack()
+        if len(polls) >= 5:
+            done.set()
+
+    poller = Poller(catalog, LogReader(catalog, [str(empty)], follow=False), post, interval=0.01,
+                    traces=LiveTraces([TRACE]))
+    poller.start()
+    try:
+        assert done.wait(30), "the poller posts"
+    finally:
+        poller.stop()
+    latest = {snap.problem: snap for data in polls for snap in data.changed}
+    assert set(latest) == {timed[0], timed[1]}
+    for problem, snap in latest.items():
+        assert layer_times([snap])[snap.id].source == "profiler", f"{problem} posted without the trace's time"
