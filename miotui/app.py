@@ -35,6 +35,7 @@ from textual.screen import Screen
 
 from miotui.catalog import Catalog
 from miotui.live import POLL_INTERVAL, LiveModel, PollData, Poller
+from miotui.live_traces import LiveTraces
 from miotui.logs.follow import FollowEvent, LogReader, reader_summary
 from miotui.run_queue import ALL, RunBook, RunRequest, execute, not_applicable
 from miotui.run_summary import pending_summary, result_line, row_summary, severity, verdict_of
@@ -120,7 +121,8 @@ class MiotuiApp(App):
                  poll_interval: float = POLL_INTERVAL, reader_poll_interval: Optional[float] = None,
                  export_dir: str = ".", driver_path: Optional[str] = None, launcher: tuple[str, ...] = (),
                  theme: Optional[str] = None, settings_file: Optional[str] = None,
-                 config_problems: Sequence[str] = ()) -> None:
+                 config_problems: Sequence[str] = (), traces: Sequence[str] = (),
+                 kernel_traces: Sequence[str] = ()) -> None:
         super().__init__()
         self.paths = list(paths)
         self.follow_mode = follow
@@ -139,7 +141,8 @@ class MiotuiApp(App):
         self.model.job_pid = pid
         find = (follow or "-" in self.paths) if find_job is None else find_job
         self.poller = Poller(self.catalog, self.reader, self._post_poll, interval=poll_interval, pid=pid,
-                             find_job=find, stdin_fd=stdin_fd, on_error=lambda text: self.log.error(text))
+                             find_job=find, stdin_fd=stdin_fd, on_error=lambda text: self.log.error(text),
+                             traces=LiveTraces(traces, kernel_traces))
         self._event: Optional[FollowEvent] = None
         self._run_workers: dict[int, Any] = {}
         self._stopped = False
@@ -259,7 +262,8 @@ class MiotuiApp(App):
             for snap in data.changed:
                 self._tell_screens(snap.id)
         if data.time_summary is not None:
-            screen.set_time_line(time_line_text(data.time_summary, data.time_sources, data.formats))
+            screen.set_time_line(time_line_text(data.time_summary, data.time_sources, data.formats,
+                                                data.trace_lines))
         now, new_env = time.monotonic(), data.job_env is not None and not had_env
         if new_env or (data.time_summary is not None and now - self._share_told >= SHARE_REDRAW_S):
             self._share_told = now

@@ -12,7 +12,9 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-EPILOG = """recording a job:
+EPILOG = """timed by a profiler trace:
+  miotui [--follow] train.log --trace trace.json   the log's layers with the trace's measured GPU times
+recording a job:
   miotui record [--level layers|time|first-iteration|full] [-o FILE] -- CMD ARGS...
                                  start CMD with MIOpen's logging on, record and watch it live
 headless subcommands:
@@ -32,6 +34,9 @@ def _app_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="FILE",
                    help="log file(s) or glob patterns; '-' reads stdin (e.g. python train.py 2>&1 | miotui -)")
     p.add_argument("-f", "--follow", action="store_true", help="keep reading as the log grows (like tail -F)")
+    p.add_argument("--trace", action="append", default=[], metavar="TRACE",
+                   help="a PyTorch profiler trace of the same run (torch.profiler, record_shapes=True): the log's "
+                        "layers get its measured GPU times, also those logged later (a trace among FILE works too)")
     p.add_argument("--demo", action="store_true", help="replay a bundled ResNet-50 training log live")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"),
                    help="compare two runs layer by layer (with --follow, NEW is followed as it grows)")
@@ -80,6 +85,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ns.compare:
         from miotui.compare_app import launch_compare
         return launch_compare(ns.compare[0], ns.compare[1], follow=ns.follow, ignore_batch=ns.ignore_batch)
+    if not ns.paths and ns.trace:      # a trace alone: its own layers
+        ns.paths, ns.trace = ns.trace, []
     if not ns.paths and not ns.demo and not ns.check_config:
         if sys.stdin is None or sys.stdin.closed:
             print("miotui: no log given and standard input is closed", file=sys.stderr)
@@ -95,4 +102,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("miotui: cannot read '-': standard input is closed", file=sys.stderr)
         return 2
     return launch.launch(ns.paths, follow=ns.follow, demo=ns.demo, pid=ns.pid, driver=ns.driver,
-                         launcher=ns.launcher)
+                         launcher=ns.launcher, traces=ns.trace)

@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from miotui.logs.follow import is_pattern
 
@@ -226,8 +226,24 @@ class ExitGuard:
             os._exit(code)
 
 
+def app_paths(paths: Sequence[str], traces: Sequence[str] = ()) -> tuple[list[str], list[str], list[str]]:
+    """(logs to read, PyTorch profiler traces, rocprofv3 kernel traces) for the app: a trace
+    among the paths (told by its first bytes, ``split_traces``) or given with ``--trace``
+    times the logs' layers; traces with no log beside them are read as the log (their own
+    layers, as ``miotui decode trace.json`` gives).  A path not there yet (``--follow``),
+    a pattern or ``-`` is a log."""
+    from miotui.logs.sources import split_traces
+    present = [p for p in paths if p != "-" and not is_pattern(p) and os.path.isfile(p)]
+    _logs, found, kernel_found = split_traces(present)
+    told = set(found) | set(kernel_found)
+    logs = [p for p in paths if p not in told]
+    if not logs:
+        return list(paths) + list(traces), [], []
+    return logs, found + list(traces), kernel_found
+
+
 def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], driver: Optional[str] = None,
-           launcher: Optional[str] = None) -> int:
+           launcher: Optional[str] = None, traces: Sequence[str] = ()) -> int:
     """Run the app on ``paths`` (files, glob patterns, ``-``); returns the exit status."""
     try:
         launcher_argv = tuple(shlex.split(launcher)) if launcher else ()
@@ -235,8 +251,10 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
         print(f"miotui: --launcher: {e}", file=sys.stderr)
         return 2
     paths = list(paths)
-    if not follow and not demo:
-        error = _check_paths(paths)
+    if not demo:
+        missing = [t for t in traces if not os.path.isfile(t)]   # read once, at start: it must be there
+        error = (f"cannot read the trace {missing[0]}: no such file" if missing
+                 else None if follow else _check_paths(paths))
         if error:   # it names a path as given: a pasted name may hold an escape
             from miotui.safe_text import visible
             print(f"miotui: {visible(error)}", file=sys.stderr)
@@ -253,8 +271,9 @@ def launch(paths: list[str], *, follow: bool, demo: bool, pid: Optional[int], dr
         replay = DemoReplay()          # started once the signals are handled (below)
         paths, follow = [replay.path], True
     from miotui.app import MiotuiApp
+    paths, trace_paths, kernel_traces = app_paths(paths, traces) if not demo else (paths, [], [])
     app = MiotuiApp(paths, follow=follow, pid=pid, stdin_fd=stdin_fd, demo=replay, driver_path=driver,
-                    launcher=launcher_argv, **app_settings())
+                    launcher=launcher_argv, traces=trace_paths, kernel_traces=kernel_traces, **app_settings())
     return run_app(app, replay=replay)
 
 

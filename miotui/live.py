@@ -68,6 +68,9 @@ class PollData:
     calls_per_s: float = 0.0
     #: the log formats read so far (``Catalog.formats``: ``MIOpen``, ``cuDNN``)
     formats: tuple = ()
+    #: where the measured times came from and what each profiler trace matched
+    #: (``LiveTraces.lines``), with each time summary when the app has traces
+    trace_lines: tuple = ()
 
 
 class _Rate:
@@ -139,7 +142,8 @@ class Poller:
 
     def __init__(self, catalog: Any, reader: Any, post: Callable[[PollData], None], *,
                  interval: float = POLL_INTERVAL, pid: Optional[int] = None, find_job: bool = False,
-                 stdin_fd: Optional[int] = None, on_error: Optional[Callable[[str], None]] = None) -> None:
+                 stdin_fd: Optional[int] = None, on_error: Optional[Callable[[str], None]] = None,
+                 traces: Any = None) -> None:
         self.catalog = catalog
         self.reader = reader
         self.post = post
@@ -148,6 +152,8 @@ class Poller:
         self.find_job = find_job
         self.stdin_fd = stdin_fd
         self.on_error = on_error
+        #: the profiler traces joined to the log's layers as they appear (``LiveTraces``)
+        self.traces = traces
         self._stop = threading.Event()
         self._ack = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -194,6 +200,10 @@ class Poller:
             try:
                 version, changed = self.catalog.changed_since(version)
                 cat = self.catalog
+                # new layers timed: their new snapshots, with the layers read meanwhile, joined in turn
+                # (one read between the two looks would be posted untimed and never offered again)
+                while self.traces and self.traces.join(cat, changed):
+                    version, changed = _newer(changed, *cat.changed_since(version))
                 lps = rate.add(t0, cat.lines)
                 summary = books.take(changed)
                 startup = books.startup_view(cat)
@@ -222,7 +232,8 @@ class Poller:
                     state=self.reader.state_text(), finished=self.reader.finished,
                     events=self.reader.drain_events(), job=job, job_env=job_env, time_summary=summary,
                     time_sources=books.sources() if summary is not None else (), startup=startup,
-                    sources=sources, calls_per_s=call_rate.add(t0, books.total_calls), formats=tuple(cat.formats))
+                    sources=sources, calls_per_s=call_rate.add(t0, books.total_calls), formats=tuple(cat.formats),
+                    trace_lines=self.traces.lines(cat) if self.traces and summary is not None else ())
             except Exception as e:  # pragma: no cover - keep polling whatever happens
                 if self.on_error is not None:
                     self.on_error(f"poller: {e!r}")
@@ -237,6 +248,13 @@ class Poller:
             self._ack.wait(ACK_WAIT_S)
             if self._stop.wait(max(0.0, self.interval - (time.monotonic() - t0))):
                 return
+
+
+def _newer(changed: list, version: int, again: list) -> tuple[int, list]:
+    """(version, ``changed`` with the snapshots in ``again`` replacing theirs, the new ones added)."""
+    by_id = {snap.id: snap for snap in changed}
+    by_id.update((snap.id, snap) for snap in again)
+    return version, list(by_id.values())
 
 
 class LiveModel:

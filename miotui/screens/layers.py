@@ -39,19 +39,22 @@ SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find"
                 "profiler": "profiler trace", "rocprof": "rocprofv3"}
 
 
-def time_line_text(summary: Any, sources: Sequence[tuple[str, int]], formats: Sequence[str] = ()) -> str:
+def time_line_text(summary: Any, sources: Sequence[tuple[str, int]], formats: Sequence[str] = (),
+                   trace_lines: Sequence[str] = ()) -> str:
     """The line over the table: how many layers are timed and how much the top 5 take,
     how to time the others, where the per-call times come from, and the keys that go
-    further (``t``, ``i``).  Cut at the right edge, so the order is what matters most first."""
+    further (``t``, ``i``).  Cut at the right edge, so the order is what matters most first.
+    With profiler traces (``LiveTraces.lines``) a line each follows: what the trace timed
+    and attributed, what it matched of the log's layers (as ``miotui decode`` prints them)."""
     parts = [summary.line(formats)]
-    if 0 < summary.timed < summary.layers:
+    if 0 < summary.timed < summary.layers and not trace_lines:   # with a trace its lines say why
         how = ("a profiler trace of the run times them" if "cuDNN" in formats and "MIOpen" not in formats
                else "MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 times them")
         parts.append(f"{summary.layers - summary.timed} untimed: {how}")
     if sources:
         parts.append("per call from " + ", ".join(f"{SOURCE_NAMES.get(name, name)} ({n})" for name, n in sources))
     parts.append("t: sort by total · i: first iteration")
-    return " · ".join(parts)
+    return "\n".join([" · ".join(parts), *trace_lines])
 
 
 def empty_text(lines: int, undecoded: int, sources: str, follow: bool, formats: Sequence[str] = ()) -> str:
@@ -157,7 +160,7 @@ class LayersScreen(Screen):
         a layer."""
         line = self.query_one("#time-line", Static)
         line.set_class(bool(text), "visible")
-        line.update(Text(visible(text)))
+        line.update(Text(visible(text, newlines=True)))   # a profiler trace's lines below
 
     def set_empty_state(self, text: Optional[str]) -> None:
         """Say why the table is empty (``None``: it is not)."""
