@@ -381,8 +381,11 @@ class RecordedJob:
             if not self.members():
                 return
             time.sleep(0.05)
-        if self._signal(signal.SIGKILL):
+        if self.members():
+            # said before the signal: the job dies with it, and miotui may end (this thread is a
+            # daemon) before a note made after the kill is shown
             self._note(f"The job was still there {self.grace_s:g} s after SIGTERM: sent SIGKILL.", "warning")
+            self._signal(signal.SIGKILL)
 
     def kill_now(self) -> None:
         """SIGKILL to the group at once (miotui is leaving and cannot wait)."""
