@@ -7,16 +7,18 @@ about 1 us between them, so the events said 1.1-1.7x the kernels' time even with
 well ahead of the GPU.  MIOpenDriver's kernel time is the sum of its kernels' times; this
 is the same quantity, so the two can be compared.
 
-Attribution: each timed call runs inside a ``record_function`` range named
-``CALL_PREFIX + index``; a kernel belongs to the call whose range holds the host launch
-with the kernel's correlation id (same thread).  A kernel launched outside every range
+Attribution (:mod:`miotui.kernel_attribution`, the mechanism the profiler-trace format
+uses too): each timed call runs inside a ``record_function`` range named ``CALL_PREFIX +
+index``; a kernel belongs to the call whose range holds the host launch with the kernel's
+correlation id (same thread).  A kernel launched outside every range
 (the spin kernel that holds the GPU, the warm-up) belongs to none.
 """
 
 from __future__ import annotations
 
-import bisect
 from typing import Any, Iterable, Optional
+
+from miotui.kernel_attribution import Attribution, OpCall
 
 #: the name of each timed call's profiler range, followed by its index
 CALL_PREFIX = "miotui call "
@@ -28,9 +30,8 @@ def kernel_ms_per_call(trace_events: Iterable[dict[str, Any]], calls: int) -> Op
     """Per call (index order), the summed duration in ms of the GPU work it launched; None
     when the trace does not let every call be attributed (no ranges, no correlation ids, a
     call with no kernel): the caller then keeps its event times and says why."""
-    ranges: dict[Any, list[tuple[float, float, int]]] = {}
-    launches: list[dict[str, Any]] = []
-    work: dict[Any, float] = {}
+    join = Attribution()
+    ranges: list[Optional[OpCall]] = [None] * calls
     for e in trace_events:
         if e.get("ph") != "X":
             continue
@@ -39,30 +40,17 @@ def kernel_ms_per_call(trace_events: Iterable[dict[str, Any]], calls: int) -> Op
             index = name[len(CALL_PREFIX):]
             if index.isdigit() and int(index) < calls:
                 ts = float(e["ts"])
-                ranges.setdefault(e.get("tid"), []).append((ts, ts + float(e.get("dur", 0)), int(index)))
+                ranges[int(index)] = span = OpCall((e.get("tid"),), ts, ts + float(e.get("dur", 0)), [])
+                join.calls.append(span)
         elif cat in ("cuda_runtime", "cuda_driver"):
-            if "correlation" in e.get("args", {}):
-                launches.append(e)
+            correlation = e.get("args", {}).get("correlation")
+            if correlation is not None:
+                join.launch(correlation, (e.get("tid"),), float(e["ts"]))
         elif cat in GPU_WORK:
-            corr = e.get("args", {}).get("correlation")
-            if corr is not None:
-                work[corr] = work.get(corr, 0.0) + float(e.get("dur", 0))
-    if not ranges or not work:
+            correlation = e.get("args", {}).get("correlation")
+            if correlation is not None:
+                join.kernel(correlation, float(e.get("dur", 0)), name)
+    join.attribute()
+    if any(span is None or not span.kernels for span in ranges):
         return None
-    starts = {tid: ([r[0] for r in sorted(rs)], sorted(rs)) for tid, rs in ranges.items()}
-    per_call_us = [0.0] * calls
-    seen = [False] * calls
-    for launch in launches:
-        corr = launch["args"]["correlation"]
-        if corr not in work or launch.get("tid") not in starts:
-            continue
-        keys, rs = starts[launch["tid"]]
-        ts = float(launch["ts"])
-        i = bisect.bisect_right(keys, ts) - 1
-        if i >= 0 and rs[i][0] <= ts <= rs[i][1]:
-            index = rs[i][2]
-            per_call_us[index] += work[corr]
-            seen[index] = True
-    if not all(seen):
-        return None
-    return [us / 1e3 for us in per_call_us]
+    return [sum(us for _, us, _ in span.kernels) / 1e3 for span in ranges]   # type: ignore[union-attr]

@@ -1,12 +1,7 @@
-"""Which GPU kernels ran for which layer op, and how much GPU time that is.
+"""How a convolution backward op's kernels split between its two layers.
 
-The profiler links a kernel to the CPU call that launched it by a correlation id: a kernel
-event and a launch event (``cudaLaunchKernel``, ``cuLaunchKernel``, ``hipLaunchKernel``...,
-category ``cuda_runtime`` or ``cuda_driver``) carry the same ``correlation``.  The launch ran on
-a CPU thread inside the op that asked for it, so the op of a kernel is the innermost layer op
-on the launch's thread whose time span holds the launch (ops nest properly on one thread).
-
-A convolution's backward op computes both gradients, data first, then weights (PyTorch's
+Which kernels ran under which op is :mod:`miotui.kernel_attribution` (shared with the torch
+backend's own timing).  A convolution's backward op computes both gradients, data first, then weights (PyTorch's
 order).  Its kernels are split between the two where the vendor's kernel names say which
 (cuDNN's ``dgrad``/``wgrad``, CUTLASS's ``Dgrad``/``Wgrad``, MIOpen's ``bwd``/``wrw`` and
 ``backward_data``/``backward_weights``): every kernel up to the last one named for the data
@@ -19,7 +14,7 @@ time and says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 _WEIGHTS = re.compile(r"wgrad|wrw|backward_?weight", re.IGNORECASE)
@@ -34,17 +29,6 @@ def kernel_side(name: str) -> Optional[str]:
     if _DATA.search(name):
         return "data"
     return None
-
-
-@dataclass
-class OpCall:
-    """One call of a layer op: its span on its thread, its layers' catalog rows, its kernels."""
-
-    thread: tuple
-    start: float
-    end: float
-    rows: list            # catalog rows of its layers, in the op's order (data before weights)
-    kernels: list = field(default_factory=list)   # (correlation, µs, side)
 
 
 @dataclass(frozen=True)
@@ -72,57 +56,3 @@ def split_backward(kernels: list) -> Split:
     data = sum(us for _, us, _ in kernels[:last_data + 1])
     between = sum(us for _, us, _ in kernels[last_data + 1:first_weights])
     return Split((data, total - data), between_us=between)
-
-
-class Attribution:
-    """Kernels to op calls, once the whole trace is read (the launches and kernels of a
-    trace come in no useful order)."""
-
-    def __init__(self) -> None:
-        self.calls: list[OpCall] = []
-        self.launches: dict[int, tuple[tuple, float]] = {}
-        self.kernels: list[tuple[int, float, Optional[str]]] = []
-        self._sides: dict[str, Optional[str]] = {}
-
-    def launch(self, correlation: int, thread: tuple, ts: float) -> None:
-        self.launches[correlation] = (thread, ts)
-
-    def kernel(self, correlation: Optional[int], us: float, name: str) -> None:
-        side = self._sides.get(name, "?")
-        if side == "?":
-            side = self._sides[name] = kernel_side(name)
-            if len(self._sides) > 65536:
-                self._sides.clear()
-        self.kernels.append((correlation, us, side))
-
-    def attribute(self) -> tuple[float, int, float, int]:
-        """Each kernel given to its op call; returns (µs under no layer op, kernels there,
-        µs without a launch event, kernels without one)."""
-        by_thread: dict[tuple, list[tuple[float, int, Optional[OpCall], float]]] = {}
-        for call in self.calls:   # spans: (start, 0, call, end) sort before launches at the same time
-            by_thread.setdefault(call.thread, []).append((call.start, 0, call, call.end))
-        orphan_us, orphans = 0.0, 0
-        for i, (correlation, us, _side) in enumerate(self.kernels):
-            launch = self.launches.get(correlation)
-            if launch is None:
-                orphan_us += us
-                orphans += 1
-                continue
-            by_thread.setdefault(launch[0], []).append((launch[1], 1, None, float(i)))
-        free_us, free = 0.0, 0
-        for items in by_thread.values():
-            items.sort(key=lambda item: (item[0], item[1], -item[3]))
-            stack: list[OpCall] = []
-            for ts, kind, call, extra in items:
-                while stack and stack[-1].end < ts:
-                    stack.pop()
-                if kind == 0:
-                    stack.append(call)
-                    continue
-                correlation, us, side = self.kernels[int(extra)]
-                if stack:
-                    stack[-1].kernels.append((correlation, us, side))
-                else:
-                    free_us += us
-                    free += 1
-        return free_us, free, orphan_us, orphans

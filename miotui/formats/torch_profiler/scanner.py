@@ -14,9 +14,10 @@ from collections import Counter
 from typing import Optional
 
 from miotui.catalog import Catalog
-from miotui.formats.torch_profiler.attribution import Attribution, OpCall, split_backward
+from miotui.formats.torch_profiler.attribution import kernel_side, split_backward
 from miotui.formats.torch_profiler.ops import LAYER_OPS, OpError, op_layers
 from miotui.formats.torch_profiler.reader import EventReader
+from miotui.kernel_attribution import Attribution, OpCall
 from miotui.timing import KernelTime
 
 SOURCE = "torch-profiler"
@@ -66,7 +67,7 @@ class TraceScanner:
         self.catalog = catalog
         self.file = file
         self.stats = TraceStats()
-        self.join = Attribution()
+        self.join = Attribution(kernel_side)
         self._reader = EventReader(self._event)
         self._too_many = False
 
