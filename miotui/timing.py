@@ -41,11 +41,17 @@ CUDNN_HOW_TO_TIME = ("a cuDNN log holds no GPU time (a record's Time: is when th
                      "`miotui run --log LOG --layer K --script` writes a PyTorch script that times it on a GPU")
 
 
-def how_to_time(formats: Iterable[str] = ()) -> str:
-    """How to get times for the formats a log is in (``Catalog.formats``): cuDNN's way for a
-    log that is cuDNN's alone, MIOpen's otherwise."""
+def cudnn_only(formats: Iterable[str]) -> bool:
+    """Whether a log's formats (``Catalog.formats``) are cuDNN's alone: MIOpen's switches
+    time nothing there."""
     formats = tuple(formats)
-    return CUDNN_HOW_TO_TIME if "cuDNN" in formats and "MIOpen" not in formats else HOW_TO_TIME
+    return "cuDNN" in formats and "MIOpen" not in formats
+
+
+def how_to_time(formats: Iterable[str] = ()) -> str:
+    """How to get times for the formats a log is in: cuDNN's way for a log that is cuDNN's
+    alone, MIOpen's otherwise."""
+    return CUDNN_HOW_TO_TIME if cudnn_only(formats) else HOW_TO_TIME
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from textual.widgets import Input, Static, Tab, Tabs
 
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, ViewChanged
+from miotui.timing import cudnn_only
 from miotui.widgets.footer import KeyFooter
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_pane import LogPane
@@ -48,7 +49,7 @@ def time_line_text(summary: Any, sources: Sequence[tuple[str, int]], formats: Se
     and attributed, what it matched of the log's layers (as ``miotui decode`` prints them)."""
     parts = [summary.line(formats)]
     if 0 < summary.timed < summary.layers and not trace_lines:   # with a trace its lines say why
-        how = ("a profiler trace of the run times them" if "cuDNN" in formats and "MIOpen" not in formats
+        how = ("a profiler trace of the run times them" if cudnn_only(formats)
                else "MIOPEN_LOG_LEVEL=5 or MIOPEN_PERFORMANCE_LOGS=1 times them")
         parts.append(f"{summary.layers - summary.timed} untimed: {how}")
     if sources:
