@@ -64,7 +64,7 @@ def scanner_cpu_mb_per_s(path: str, repeat: int) -> float:
     import time
 
     from miotui.catalog import Catalog
-    from miotui.logs.sources import scanner_for
+    from miotui.decoding.whole import scanner_for
     size = os.path.getsize(path)
     best_s = float("inf")
     for _ in range(repeat):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One big log decoded in byte ranges at once (``miotui.logs.ranges``): wall time and peak
+"""One big log decoded in byte ranges at once (``miotui.decoding.ranges``): wall time and peak
 memory per worker for 1 and 2 workers, each next to the plain ``for line in file`` loop over
 the same file in the same run; and the ``MIOpen:`` prefix (ROCm 7) next to ``MIOpen(HIP):``.
 
@@ -39,8 +39,8 @@ OUT_DIR = os.path.join(ROOT, "benchmarks", "out")
 #: what one measurement runs in a fresh process: the decode, whether ranges were used, memory
 _DECODE = """
 import json, multiprocessing, resource, sys, time
-from miotui.logs.ranges import decode_file_in_ranges
-from miotui.logs.sources import decode_paths
+from miotui.decoding.ranges import decode_file_in_ranges
+from miotui.decoding.whole import decode_paths
 path, workers = sys.argv[1], int(sys.argv[2])
 t = time.perf_counter()
 fork = multiprocessing.get_context("fork")
@@ -93,7 +93,7 @@ def prefix_cpu(hip: str, bare: str, runs: int = 7, size: int = 32 << 20) -> None
     """The two prefixes' serial decode in this process, CPU seconds (less moved by the other
     processes on a shared host than wall time), alternating, on the first ``size`` bytes."""
     from miotui.catalog import Catalog
-    from miotui.logs.sources import decode_stream
+    from miotui.decoding.whole import decode_stream
     texts = {}
     for label, path in (("MIOpen(HIP):", hip), ("MIOpen:", bare)):
         with open(path, "rb") as fh:

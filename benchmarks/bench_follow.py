@@ -136,7 +136,7 @@ def timed_catalog():
 
 def bench_scanner(size: int) -> dict:
     from miotui.catalog import Catalog
-    from miotui.logs.scan import LogScanner
+    from miotui.formats.miopen.scan import LogScanner
     text = command_log(size)
     lines = text.count(b"\n")
     best = None
@@ -230,13 +230,14 @@ class GcClock:
 
 
 def bench_live(ranks: int, rate: float, seconds: float, marker_every: float, drain_s: float) -> dict:
-    from miotui.logs.follow import LogReader
+    from miotui.formats import FORMATS
+    from miotui.sources.follow import LogReader
     gc_clock = GcClock()
     with tempfile.TemporaryDirectory(prefix="miotui-bench-follow-", dir=scratch_dir()) as folder:
         for r in range(ranks):
             open(os.path.join(folder, f"rank{r}.log"), "wb").close()
         cat = timed_catalog()
-        reader = LogReader(cat, [os.path.join(folder, "rank*.log")], follow=True)
+        reader = LogReader(cat, [os.path.join(folder, "rank*.log")], follow=True, formats=FORMATS)
         reader.start()
         poller_waits: list[float] = []
         stop = threading.Event()
@@ -329,14 +330,15 @@ def bench_live(ranks: int, rate: float, seconds: float, marker_every: float, dra
 # ---------------------------------------------------------------------- idle: many files, nothing written
 
 def bench_idle(files: int, seconds: float, *, inotify: bool = True, settle: float = 60.0) -> dict:
-    """The reader and the app's poller (``miotui.live.Poller``, taking every poll at once as
+    """The reader and the app's poller (``miotui.views.poller.Poller``, taking every poll at once as
     the UI does) following ``files`` idle files; ``inotify=False`` is the baseline, polling
     alone (what a network file system or a system without inotify gets)."""
     from unittest import mock
 
     from miotui.catalog import Catalog
-    from miotui.live import Poller
-    from miotui.logs import follow
+    from miotui.formats import FORMATS
+    from miotui.sources import follow
+    from miotui.views.poller import Poller
     body = command_log(4096)
     with tempfile.TemporaryDirectory(prefix="miotui-bench-idle-") as folder:
         for i in range(files):
@@ -346,7 +348,7 @@ def bench_idle(files: int, seconds: float, *, inotify: bool = True, settle: floa
         catalog = Catalog()
         patch = mock.patch.object(follow, "open_watcher", return_value=None) if not inotify else mock.MagicMock()
         with patch:
-            reader = follow.LogReader(catalog, [os.path.join(folder, "rank*.log")], follow=True)
+            reader = follow.LogReader(catalog, [os.path.join(folder, "rank*.log")], follow=True, formats=FORMATS)
             poller: Poller
 
             def post(data) -> None:
@@ -397,7 +399,7 @@ def bench_app_idle(files: int, seconds: float, *, inotify: bool = True, settle: 
     from unittest import mock
 
     from miotui.app import MiotuiApp
-    from miotui.logs import follow
+    from miotui.sources import follow
     result: dict = {}
 
     async def run(folder: str) -> None:

@@ -2,9 +2,9 @@
 
 Threads and who does what (the UI thread never reads files, decodes or computes):
 
-* one reader thread (``miotui.logs.follow.LogReader``) reads every log, a bounded piece
+* one reader thread (``miotui.sources.follow.LogReader``) reads every log, a bounded piece
   of one file at a time, and decodes it into the shared :class:`~miotui.catalog.Catalog`;
-* the poller (:class:`miotui.live.Poller`) gathers what changed ~10 times a second (the
+* the poller (:class:`miotui.views.poller.Poller`) gathers what changed ~10 times a second (the
   layers, where the logged GPU time goes, the first iteration's startup view, each
   file's read rate) and posts one :class:`Polled` message, waiting for the UI to take it
   before the next; the app hands each part to the screens that show it (the startup
@@ -13,7 +13,7 @@ Threads and who does what (the UI thread never reads files, decodes or computes)
   at a time, each in a thread worker running :func:`miotui.run_queue.execute`, which
   reports by :class:`RunEvent` messages (progress floods merge: ``can_replace``).
 
-Screens never import this module: they read the live model (:class:`miotui.live.LiveModel`)
+Screens never import this module: they read the live model (:class:`miotui.views.poller.LiveModel`)
 they are given, ask for things with :class:`~miotui.screens.messages.LayerAction` and are
 told of changes with :class:`~miotui.screens.messages.LayerChanged`.
 :func:`miotui.launch.launch` starts the app from the command line.
@@ -34,11 +34,8 @@ from textual.message import Message
 from textual.screen import Screen
 
 from miotui.catalog import Catalog
-from miotui.live import POLL_INTERVAL, LiveModel, PollData, Poller
-from miotui.live_traces import LiveTraces
-from miotui.logs.follow import FollowEvent, LogReader, reader_summary
+from miotui.formats import FORMATS
 from miotui.run_queue import ALL, RunBook, RunRequest, execute, not_applicable
-from miotui.run_summary import pending_summary, result_line, row_summary, severity, verdict_of
 from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
@@ -46,6 +43,10 @@ from miotui.screens.info import HelpScreen, UndecodedScreen, binding_rows
 from miotui.screens.layers import LayersScreen, empty_text, time_line_text
 from miotui.screens.messages import LayerAction, LayerChanged, RunFinished, StartupChanged, ViewChanged
 from miotui.screens.startup import StartupScreen
+from miotui.sources.follow import FollowEvent, LogReader, reader_summary
+from miotui.views.live_traces import LiveTraces
+from miotui.views.poller import POLL_INTERVAL, LiveModel, PollData, Poller
+from miotui.views.run_summary import pending_summary, result_line, row_summary, severity, verdict_of
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_view import LogView
 from miotui.widgets.status_bar import StatusInfo, follow_state
@@ -135,7 +136,7 @@ class MiotuiApp(App):
         self._initial_theme = theme
         self.catalog = Catalog()
         kw = {} if reader_poll_interval is None else {"poll_interval": reader_poll_interval}
-        self.reader = LogReader(self.catalog, self.paths, follow=follow, stdin_fd=stdin_fd, **kw)
+        self.reader = LogReader(self.catalog, self.paths, follow=follow, formats=FORMATS, stdin_fd=stdin_fd, **kw)
         self.runs = RunBook()
         self.model = LiveModel(self.catalog, self.runs)
         self.model.job_pid = pid
@@ -334,7 +335,7 @@ class MiotuiApp(App):
         job_text, job_ok = "", None
         j = self.model.job
         if j is not None:
-            from miotui import units
+            from miotui.views import units
             job_ok = j.running
             job_text = (f"job {j.pid} {j.status} CPU {j.cpu_percent:.0f}% RSS {units.size(j.rss)}" if j.running
                         else f"job {j.pid} {j.status}")

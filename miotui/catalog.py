@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Optional
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.problems import Problem
 from miotui.startup import NO_STARTUP, LayerStartup, LayerStartupCounts, StartupLedger
-from miotui.timing import KernelTime
+from miotui.views.timing import KernelTime
 
 #: Source lines kept per layer (the first sighting's block or command), for the detail view.
 RAW_LINES_PER_LAYER = 40
@@ -314,7 +314,7 @@ class Catalog:
 
     def carry_rows(self, rows: Iterable[_Row]) -> dict[int, _Row]:
         """Rows a scanner met before this catalog began (a range of one file decoded after a
-        warm-up over the lines before it, ``miotui.logs.ranges``): each made here with no
+        warm-up over the lines before it, ``miotui.decoding.ranges``): each made here with no
         count, sighting or line of its own, touched in the order they were last touched, so
         the scanner goes on reading them as before.  Their problems are kept in
         ``carried``: the merge must find each in the catalog before (else the range's start

@@ -19,10 +19,11 @@ from textual.message import Message
 from textual.screen import Screen
 
 from miotui.catalog import Catalog
-from miotui.live import POLL_INTERVAL, PollData, Poller
-from miotui.logs.follow import LogReader
+from miotui.formats import FORMATS
 from miotui.safe_text import visible
 from miotui.screens.compare import CompareScreen
+from miotui.sources.follow import LogReader
+from miotui.views.poller import POLL_INTERVAL, PollData, Poller
 
 
 class Compared(Message):
@@ -43,7 +44,7 @@ class CompareApp(App):
         self.ignore_batch = ignore_batch
         self.catalog = Catalog()
         kw = {} if reader_poll_interval is None else {"poll_interval": reader_poll_interval}
-        self.reader = LogReader(self.catalog, self.new_paths, follow=follow, **kw)
+        self.reader = LogReader(self.catalog, self.new_paths, follow=follow, formats=FORMATS, **kw)
         self.poller = Poller(self.catalog, self.reader, self._polled, interval=poll_interval,
                              on_error=lambda text: self.log.error(text))
         self.compare_screen = CompareScreen(visible(f"Reading {' '.join(self.old_paths)}…"))
@@ -66,8 +67,8 @@ class CompareApp(App):
 
     def _load_old(self) -> None:
         """In a thread: decode the OLD run once."""
+        from miotui.decoding.parallel import decode_files
         from miotui.diff_cli import side_of
-        from miotui.logs.parallel import decode_files
         try:
             self.old_side = side_of(self.old_paths, decode_files(self.old_paths))
         except OSError as e:

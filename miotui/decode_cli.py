@@ -56,8 +56,8 @@ def without_full_collections() -> Iterator[None]:
 
 def _decode(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
     from miotui.decode_output import render_to
+    from miotui.decoding.parallel import decode_files
     from miotui.driver.versions import DriverVersionError, resolve_driver_version
-    from miotui.logs.parallel import decode_files
     from miotui.safe_text import visible
     try:
         version = resolve_driver_version(ns.driver_version)

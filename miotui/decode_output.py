@@ -21,7 +21,8 @@ from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import LayerStartup, seconds
 from miotui.text_table import TextTable
-from miotui.timing import NO_TIME, layer_times, measured_line, time_summary
+from miotui.views.timing import NO_TIME, layer_times, measured_line, time_summary
+from miotui.views.units import ms_text
 
 #: the table's columns: (title, right-aligned)
 _COLUMNS = (("id", True), ("op", False), ("dir", False), ("dtype", False), ("layout", False), ("shape", False),
@@ -51,13 +52,6 @@ def gflop_text(flops: int) -> str:
     if g >= 0.001:
         return f"{g:.3g}"
     return "<0.001"
-
-
-def ms_text(ms: Optional[float]) -> str:
-    """A time in ms, three significant digits; empty where the log has none."""
-    if ms is None:
-        return ""
-    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.3g}"
 
 
 def startup_text(s: LayerStartup) -> str:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from miotui.catalog import LayerSnapshot
-from miotui.decode_output import ms_text
 from miotui.startup import LayerStartup, counted, seconds
-from miotui.timing import NO_TIME, LayerTime, layer_times
+from miotui.views.timing import NO_TIME, LayerTime, layer_times
+from miotui.views.units import ms_text
 
 Status = Literal["changed", "same", "added", "removed"]
 #: the order the statuses are listed in

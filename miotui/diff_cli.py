@@ -51,7 +51,7 @@ def load_comparison(old: list[str], new: list[str], ignore_batch: bool, jobs: in
     """Decode both runs (at once) and compare them: a ``miotui.diff.Comparison``.  Raises
     OSError for an unreadable path."""
     from miotui.decode_cli import without_full_collections
-    from miotui.logs.parallel import decode_file_groups
+    from miotui.decoding.parallel import decode_file_groups
     with without_full_collections():
         catalogs = decode_file_groups([old, new], jobs)
         sides = [side_of(paths, catalog) for paths, catalog in zip((old, new), catalogs, strict=True)]

@@ -39,7 +39,7 @@ _HIP_RE = re.compile(r"HIP version (\d+(?:\.\d+){1,3})")
 def log_versions(paths: list[str]) -> tuple[tuple[str, str], ...]:
     """(``MIOpen``, ``3.1.0``) and (``HIP``, ``6.0.23494``) from the first file's head that
     names them; nothing for stdin or an unreadable file (the decode reports those)."""
-    from miotui.logs.sources import open_source
+    from miotui.sources.files import open_source
     found: dict[str, str] = {}
     for path in paths:
         if path == "-" or len(found) == 2:

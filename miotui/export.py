@@ -31,10 +31,10 @@ from miotui.problems import (
     PoolProblem,
     SoftmaxProblem,
 )
-from miotui.run_summary import latest_per_backend, shown_index
 from miotui.safe_text import visible
 from miotui.startup import NO_STARTUP, LayerStartup
-from miotui.timing import NO_TIME, LayerTime, layer_times, time_summary
+from miotui.views.run_summary import latest_per_backend, shown_index
+from miotui.views.timing import NO_TIME, LayerTime, layer_times, time_summary
 
 __all__ = ["layer_columns", "to_json", "to_csv", "to_driver_script", "layer_json", "dims", "run_stats", "json_encoder",
            "csv_cell"]
@@ -112,7 +112,7 @@ def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None,
                time: Optional[LayerTime] = None) -> dict[str, Any]:
     """One layer in the documented JSON shape; ``runs`` (the layer's run results as
     ``RunResult.to_dict()``, oldest first) adds a ``runs`` list; ``time`` is the layer's
-    logged time (``miotui.timing.layer_times``, which needs every layer for the shares).
+    logged time (``miotui.views.timing.layer_times``, which needs every layer for the shares).
     Ready for the JSON encoder (the problem's shapes are tuples, which it writes as arrays)."""
     p = layer.problem
     out = {
@@ -260,7 +260,7 @@ _RUN_COLUMNS = (("run_backend", "backend"), ("run_status", "status"), ("run_medi
 
 def _run_cells(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The run columns of a layer: ``run_*`` the result its table row shows (of each
-    backend's latest, a failure before a pass: ``miotui.run_summary.shown_index``) and
+    backend's latest, a failure before a pass: ``miotui.views.run_summary.shown_index``) and
     ``run_backends`` the backends with a result; ``<backend>_*`` each backend's latest
     result.  Empty when it has none."""
     cells: dict[str, Any] = {column: "" for column in CSV_COLUMNS[CSV_COLUMNS.index("run_backend"):]}

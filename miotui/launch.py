@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Optional, Sequence
 
-from miotui.logs.follow import is_pattern
+from miotui.sources.follow import is_pattern
 
 #: seconds the app gets to exit cleanly after SIGHUP/SIGTERM before it is ended
 EXIT_GRACE_S = 0.8
@@ -232,7 +232,7 @@ def app_paths(paths: Sequence[str], traces: Sequence[str] = ()) -> tuple[list[st
     times the logs' layers; traces with no log beside them are read as the log (their own
     layers, as ``miotui decode trace.json`` gives).  A path not there yet (``--follow``),
     a pattern or ``-`` is a log."""
-    from miotui.logs.sources import split_traces
+    from miotui.decoding.whole import split_traces
     present = [p for p in paths if p != "-" and not is_pattern(p) and os.path.isfile(p)]
     _logs, found, kernel_found = split_traces(present)
     told = set(found) | set(kernel_found)

@@ -242,8 +242,8 @@ def _headless(job, fmt: str, report: list[str], plan, vendor: str) -> int:
 def _print_decode(paths: list[str], fmt: str) -> int:
     from miotui.decode_cli import write_stdout
     from miotui.decode_output import render_to
+    from miotui.decoding.parallel import decode_files
     from miotui.driver.versions import resolve_driver_version
-    from miotui.logs.parallel import decode_files
     try:
         catalog = decode_files(paths)
     except OSError as e:

@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence
 
-from miotui.logs.lines import PREFIX_RE
+from miotui.formats.miopen.lines import PREFIX_RE
 
 #: bytes read from the job's pipe at once
 CHUNK = 1 << 20

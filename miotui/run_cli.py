@@ -12,7 +12,7 @@ column shows.  With ``--backend all`` a backend that does not apply to the layer
 not installed) is listed as ``n/a`` with the reason and does not fail the run.  Exit
 status: 0 every run ok (and verified), 1 a verification failed or a backend could not
 run, 2 bad usage or a command that cannot be parsed.  Heavy modules are imported only
-when a run starts.  Numbers follow :mod:`miotui.units` (the app's precision policy).
+when a run starts.  Numbers follow :mod:`miotui.views.units` (the app's precision policy).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _log_layer(ns: argparse.Namespace) -> Any:
         raise UsageError("--log needs --layer K (see `miotui decode FILE` for the numbers)")
     if ns.layer < 1:
         raise UsageError(f"--layer counts from 1, got {ns.layer}")
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     try:
         catalog = decode_paths(list(ns.log))
     except OSError as e:
@@ -248,11 +248,11 @@ def _json(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> dict
 
 def _print_tables(blocks: list[dict[str, Any]], warnings: list[str], where: str) -> None:
     """One plain-text table per layer (a row per backend), then each backend's message."""
-    from miotui import units
     from miotui.driver import DriverCommandError, to_driver_command
-    from miotui.run_summary import noise_warning, verdict_of
     from miotui.safe_text import visible
     from miotui.text_table import aligned
+    from miotui.views import units
+    from miotui.views.run_summary import noise_warning, verdict_of
     for w in warnings:
         print("warning: " + visible(w))
     for block in blocks:

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
-from miotui.run_summary import latest_per_backend
+from miotui.views.run_summary import latest_per_backend
 
 #: results kept per layer (older ones are dropped)
 HISTORY_KEPT = 50

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from miotui.catalog import Catalog
-from miotui.logs.follow import LogReader
+from miotui.formats import FORMATS
+from miotui.sources.follow import LogReader
 
 CONV = ("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {n} -c 8 -H 16 -W 16 -k 8 "
         "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n")
@@ -30,7 +31,7 @@ def wait_for(cond, timeout: float = 5.0, step: float = 0.01) -> bool:
 
 def before_each_feed(monkeypatch, call) -> None:
     """Run ``call(data)`` before each ``LogScanner.feed`` (to see or slow the pieces fed)."""
-    from miotui.logs.scan import LogScanner
+    from miotui.formats.miopen.scan import LogScanner
     real_feed = LogScanner.feed
 
     def feed(self, data):
@@ -53,7 +54,7 @@ def started_readers() -> Iterator:
 
     def make(paths, follow=True, **kw):
         cat = Catalog()
-        r = LogReader(cat, [str(p) for p in paths], follow=follow, poll_interval=0.01, **kw)
+        r = LogReader(cat, [str(p) for p in paths], follow=follow, formats=FORMATS, poll_interval=0.01, **kw)
         readers.append(r)
         r.start()
         return cat, r
@@ -67,7 +68,7 @@ def started_readers() -> Iterator:
 
 def has_inotify() -> bool:
     """Linux inotify can be had here (the tests of what it changes are skipped where not)."""
-    from miotui.logs.follow import open_watcher
+    from miotui.sources.follow import open_watcher
     w = open_watcher()
     if w is None:
         return False

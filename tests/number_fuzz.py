@@ -123,7 +123,7 @@ def check(case: Case) -> Outcome:
     """Decode ``case`` and write every format; measure time, peak allocation and output size."""
     from miotui.catalog import Catalog
     from miotui.decode_output import render_to
-    from miotui.logs.sources import decode_stream
+    from miotui.decoding.whole import decode_stream
     error = ""
     size = 0
     old = signal.signal(signal.SIGALRM, _alarm)

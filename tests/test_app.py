@@ -135,8 +135,8 @@ async def test_follow_pauses_off_the_newest_row_and_counts_new_ones(tmp_path):
 async def test_a_large_file_is_scanned_in_the_background_with_a_progress_bar(tmp_path, monkeypatch):
     import time as _time
 
-    import miotui.logs.follow as follow
-    from miotui.logs.scan import LogScanner
+    import miotui.sources.follow as follow
+    from miotui.formats.miopen.scan import LogScanner
     monkeypatch.setattr(follow, "CHUNK", 1 << 16)
     # Slow each chunk a little so the scan spans several UI polls however fast the machine is.
     real_feed = LogScanner.feed

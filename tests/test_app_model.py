@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from miotui.catalog import LayerSnapshot
 from miotui.driver import to_driver_command
 from miotui.problems import BatchNormProblem, ConvProblem, PoolProblem
-from miotui.run_summary import RunSummary
-from miotui.widgets.layer_model import COLUMNS, LayerTableModel, fit_columns, format_cell, parse_filter
+from miotui.views.layer_model import COLUMNS, LayerTableModel, fit_columns, format_cell, parse_filter
+from miotui.views.run_summary import RunSummary
 
 
 def conv(i: int, direction: str = "fwd", dtype: str = "fp32", n: int = 1, c: int = 8, k: int = 8,

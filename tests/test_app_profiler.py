@@ -18,12 +18,13 @@ import pytest
 from app_helpers import app_for, isolated_fixture, loaded, plain, table, wait_until
 
 from miotui.catalog import Catalog
+from miotui.decoding.whole import decode_paths
+from miotui.formats import FORMATS
 from miotui.launch import app_paths
-from miotui.live import Poller
-from miotui.live_traces import LiveTraces
-from miotui.logs.follow import LogReader
-from miotui.logs.sources import decode_paths
-from miotui.timing import layer_times
+from miotui.sources.follow import LogReader
+from miotui.views.live_traces import LiveTraces
+from miotui.views.poller import Poller
+from miotui.views.timing import layer_times
 
 FIXTURES = (isolated_fixture,)
 SIZE = (200, 45)
@@ -168,7 +169,7 @@ def test_a_layer_read_while_the_poller_joins_gets_its_time_too(tmp_path, expecte
         if len(polls) >= 5:
             done.set()
 
-    poller = Poller(catalog, LogReader(catalog, [str(empty)], follow=False), post, interval=0.01,
+    poller = Poller(catalog, LogReader(catalog, [str(empty)], follow=False, formats=FORMATS), post, interval=0.01,
                     traces=LiveTraces([TRACE]))
     poller.start()
     try:

@@ -224,7 +224,7 @@ async def test_units_mib_gb_per_s_for_memory_bound_layers_and_no_exponents(log):
 
 
 def test_the_precision_policy():
-    from miotui import units
+    from miotui.views import units
     assert units.flops(64) == "64.0 FLOP" and units.flops(6.4e-8 * 1e9) == "64.0 FLOP"
     assert units.size(122_000_000) == "122 MB" and units.size(512) == "512 B"
     assert units.time_ms(0.45) == "450 µs" and units.time_ms(1234) == "1.23 s" and units.time_ms(12.34) == "12.3 ms"

@@ -141,7 +141,7 @@ async def test_miopens_logged_verdict_has_a_column_and_a_filter(tmp_path):
 # ---------------------------------------------------------------------- §3 exports and screens agree
 
 async def test_the_json_export_gives_the_first_iteration_decode_gives(tmp_path):
-    from miotui.logs.parallel import decode_files
+    from miotui.decoding.parallel import decode_files
     log = tmp_path / "train.log"
     log.write_text(generate_text(SampleSpec(format="info", iterations=1, startup=True)))
     expected = decode_files([str(log)], 1).startup.totals().to_dict()
@@ -273,7 +273,7 @@ async def test_a_screen_uses_one_unit_family_and_its_arithmetic_holds(tmp_path):
     a rate in MB/s or GB/s, and bytes / median time comes out as the rate printed."""
     from app_helpers import BNORM
 
-    from miotui import units
+    from miotui.views import units
     log = tmp_path / "train.log"
     log.write_text(BNORM)
     app = app_for([log])

@@ -594,7 +594,7 @@ def test_log_derived_text_never_reaches_a_shell(fake_env, tmp_path, drv, fake_dr
         "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 "
         "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 4 -t 1 ; touch pwned `touch pwned`\n"
         "$ MIOpenDriver pool --input '2x3x8x8,NCHW;touch pwned' -y 2 -x 2 -F 1\n")
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     layers = decode_paths([str(log)]).layers()
     assert layers, "the clean line must decode"
     argv_file = tmp_path / "argv.json"

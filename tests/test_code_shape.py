@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "miotui"
 #: the core: what must work headless and never import the UI
-CORE = ("miotui.problems", "miotui.driver", "miotui.driver.commands", "miotui.driver.tables", "miotui.logs.scan",
-        "miotui.logs.sources", "miotui.logs.follow", "miotui.logs.trace", "miotui.logs.levels", "miotui.catalog",
+CORE = ("miotui.problems", "miotui.driver", "miotui.driver.commands", "miotui.driver.tables", "miotui.formats.miopen.scan",
+        "miotui.decoding.whole", "miotui.sources.follow", "miotui.formats.miopen.trace", "miotui.formats.miopen.levels", "miotui.catalog",
         "miotui.execute.runner", "miotui.execute.backends", "miotui.export", "miotui.decode_output",
         "miotui.decode_cli", "miotui.run_cli", "miotui.safe_text", "miotui.samplegen", "miotui.output_file",
         "miotui.formats.cudnn", "miotui.diff")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from miotui.decoding.whole import decode_paths
 from miotui.formats.cudnn import decode_cudnn_bytes, looks_like_cudnn
-from miotui.logs.sources import decode_paths
 
 DATA = Path(__file__).parent / "data" / "cudnn"
 H100 = DATA / "h100"

@@ -8,8 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.dbrecords import algorithm_direction, algorithm_number, decode_db_record, parse_db_item, parse_db_items
-from miotui.logs.events import Sighting, Undecoded
+from miotui.events import Sighting, Undecoded
+from miotui.formats.miopen.dbrecords import (
+    algorithm_direction,
+    algorithm_number,
+    decode_db_record,
+    parse_db_item,
+    parse_db_items,
+)
 
 HERE = Path(__file__).parent
 MITUNA = HERE / "data" / "mituna"
@@ -182,7 +188,7 @@ def test_arbitrary_text_never_raises(text):
 def test_sqlite_perf_db_dump_rows_are_layers():
     """MIOpen 2.x kept user perf-dbs in SQLite; a `sqlite3 .dump` pasted into a report has one
     config row per problem, in the column order of its CREATE TABLE line."""
-    from miotui.logs.dbrecords import SqlConfigReader
+    from miotui.formats.miopen.dbrecords import SqlConfigReader
     r = SqlConfigReader()
     assert r.feed("CREATE TABLE `config` (`id` INTEGER PRIMARY KEY ASC,`layout` TEXT NOT NULL,`data_type` TEXT "
                   "NOT NULL,`direction` TEXT NOT NULL,`spatial_dim` INT NOT NULL,`in_channels` INT NOT NULL,`in_h` "

@@ -27,10 +27,10 @@ from miotui import startup
 from miotui.catalog import Catalog
 from miotui.decode_cli import decode_main
 from miotui.decode_output import render
+from miotui.decoding import parallel
+from miotui.decoding.parallel import decode_files, decode_one, separable, worker_count
+from miotui.decoding.whole import decode_paths, source_label
 from miotui.driver import parse_driver_args
-from miotui.logs import parallel
-from miotui.logs.parallel import decode_files, decode_one, separable, worker_count
-from miotui.logs.sources import decode_paths, source_label
 from miotui.samplegen import SampleSpec, generate_text
 from miotui.startup import SearchProgress
 

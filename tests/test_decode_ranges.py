@@ -22,9 +22,8 @@ from test_decode_parallel import REAL_LOGS, ROOT, SAMPLE_LOGS, UNDECODABLE, asse
 
 from miotui.catalog import Catalog
 from miotui.decode_cli import decode_main
-from miotui.logs import parallel
-from miotui.logs.clock_fields import lift, lift_fast
-from miotui.logs.ranges import (
+from miotui.decoding import parallel
+from miotui.decoding.ranges import (
     count_line_ends,
     decode_file_in_ranges,
     decode_range,
@@ -33,7 +32,8 @@ from miotui.logs.ranges import (
     range_workers,
     ranges_at,
 )
-from miotui.logs.sources import decode_paths
+from miotui.decoding.whole import decode_paths
+from miotui.formats.miopen.clock_fields import lift, lift_fast
 from miotui.samplegen import SampleSpec, generate_text
 
 CONV = ("./bin/MIOpenDriver conv -n {n} -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 "
@@ -215,14 +215,14 @@ def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
     path = tmp_path / "big.log"
     path.write_text(text, encoding="utf-8")
     size = path.stat().st_size
-    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", size // 3)
+    monkeypatch.setattr("miotui.decoding.ranges.MIN_RANGE_BYTES", size // 3)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert range_workers(str(path)) == 2
     gz = tmp_path / "big.log.gz"
     gz.write_bytes(gzip.compress(text.encode()))
-    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", 1)
+    monkeypatch.setattr("miotui.decoding.ranges.MIN_RANGE_BYTES", 1)
     assert range_workers(str(gz)) == 1   # a compressed stream is read from its start
-    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", size // 3)
+    monkeypatch.setattr("miotui.decoding.ranges.MIN_RANGE_BYTES", size // 3)
     parts = decode_file_in_ranges(str(path), 2, lookback=size // 4, pool_context=parallel._context())
     assert parts is not None
     assert_same(decode_paths([str(path)]), parts)
@@ -239,7 +239,7 @@ def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
 def test_only_a_plain_utf8_miopen_log_is_split(tmp_path, monkeypatch):
     """A cuDNN log has a scanner of its own and a UTF-16 log is converted before it is
     scanned (its byte offsets are not the text's): both are decoded whole."""
-    monkeypatch.setattr("miotui.logs.ranges.MIN_RANGE_BYTES", 1)
+    monkeypatch.setattr("miotui.decoding.ranges.MIN_RANGE_BYTES", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     text = generate_text(SampleSpec(format="command", iterations=2, seed=5, elapsed=False))
     plain, utf16 = tmp_path / "plain.log", tmp_path / "utf16.log"

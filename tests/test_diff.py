@@ -39,7 +39,7 @@ def _run(argv: list[str], capsys) -> tuple[int, str, str]:
 def with_one_layer_changed(tmp_path: Path) -> tuple[Path, str, float]:
     """A copy of the demo log where one GemmFwd1x1_0_1 convolution ran the naive solver at ten
     times the time; (the copy, the old time text, the old time)."""
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     text = DEMO.read_text()
     layers = decode_paths([str(DEMO)]).layers()
     times = [layer.annotation("find_db_time_ms") for layer in layers]
@@ -120,7 +120,7 @@ def test_layers_added_and_removed(tmp_path, capsys):
     assert code == 0
     doc = json.loads(out)
     statuses = [p["status"] for p in doc["pairs"]]
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     demo_keys = {layer_key(s.problem) for s in decode_paths([str(DEMO)]).layers()}
     other = [s for s in decode_paths([str(OTHER)]).layers() if layer_key(s.problem) not in demo_keys]
     assert other and statuses.count("added") == len(other)
@@ -256,8 +256,8 @@ def test_ranking_delta_total_then_solver_changes_then_faster_layers():
     that got faster last; same pairs after every changed one."""
     import dataclasses
 
+    from miotui.decoding.whole import decode_paths
     from miotui.diff import Side
-    from miotui.logs.sources import decode_paths
     layers = decode_paths([str(DEMO)]).most_executed()
     timed = [s for s in layers if s.annotation("find_db_time_ms") and s.executions > 1]
     untimed = [s for s in layers if not any(k.endswith("time_ms") for k, _ in s.annotations) and s.executions]
@@ -288,8 +288,8 @@ def test_a_layer_in_another_layout_pairs_and_says_so():
     the layout named among its changes; without the layout rule it would be added and removed."""
     import dataclasses
 
+    from miotui.decoding.whole import decode_paths
     from miotui.diff import Side
-    from miotui.logs.sources import decode_paths
     layers = decode_paths([str(DEMO)]).most_executed()
     conv = next(s for s in layers if s.problem.op == "conv")
     nhwc = dataclasses.replace(conv, problem=dataclasses.replace(conv.problem, in_layout="NHWC", fil_layout="NHWC",
@@ -326,7 +326,7 @@ def test_both_runs_decoded_at_once_equal_each_decoded_alone():
     """``decode_file_groups`` (the two runs' files in one pool of processes) gives each run the
     catalog ``decode_files`` gives it alone: the same JSON, layer for layer."""
     from miotui.decode_output import render
-    from miotui.logs.parallel import decode_file_groups, decode_files
+    from miotui.decoding.parallel import decode_file_groups, decode_files
     groups = [[str(DEMO)], [str(OTHER), str(VERSIONED), str(DEMO)]]
     together = decode_file_groups(groups, jobs=2, min_bytes=0)
     for group, catalog in zip(groups, together, strict=True):

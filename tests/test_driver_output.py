@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miotui.driver.output import DriverOutput, parse_driver_output, parse_output_line, parse_stats
-from miotui.logs.driver_output import DriverLogTracker
-from miotui.logs.events import Annotation, Sighting, Undecoded
-from miotui.logs.lines import DB, TEXT, classify
+from miotui.events import Annotation, Sighting, Undecoded
+from miotui.formats.miopen.driver_output import DriverLogTracker
+from miotui.formats.miopen.lines import DB, TEXT, classify
 
 HERE = Path(__file__).parent
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from miotui import export
 from miotui.catalog import Catalog, LayerSnapshot, UndecodedRecord
+from miotui.decoding.whole import decode_paths
 from miotui.driver import parse_driver_command, to_driver_command
-from miotui.logs.sources import decode_paths
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,
@@ -28,7 +28,7 @@ from miotui.problems import (
     PoolProblem,
     SoftmaxProblem,
 )
-from miotui.timing import layer_times
+from miotui.views.timing import layer_times
 
 DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "miotui", "samples",
                     "resnet50_demo.log")

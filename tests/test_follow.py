@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
 from miotui.demo import DemoReplay, steady_iteration
-from miotui.logs.follow import JobWatcher, LineTail, LogReader, find_writer_pid
-from miotui.logs.scan import LogScanner
+from miotui.formats import FORMATS
+from miotui.formats.miopen.scan import LogScanner
+from miotui.sources.follow import JobWatcher, LineTail, LogReader, find_writer_pid
 
 
 @pytest.fixture
@@ -191,7 +192,7 @@ def test_gzip_is_read_once(tmp_path, reader_factory):
 
 
 def test_glob_pattern_labels_rows_by_file_and_picks_up_new_files(tmp_path, reader_factory, monkeypatch):
-    import miotui.logs.follow as follow
+    import miotui.sources.follow as follow
     monkeypatch.setattr(follow, "GLOB_INTERVAL", 0.05)
     (tmp_path / "rank0.log").write_text(conv(1))
     cat, reader = reader_factory([str(tmp_path / "rank*.log")])
@@ -219,7 +220,7 @@ def test_stdin_pipe(reader_factory):
 def test_stop_ends_every_thread(tmp_path):
     log = tmp_path / "train.log"
     log.write_text(conv(1))
-    reader = LogReader(Catalog(), [str(log), str(tmp_path / "missing.log")], follow=True, poll_interval=0.01)
+    reader = LogReader(Catalog(), [str(log), str(tmp_path / "missing.log")], follow=True, formats=FORMATS, poll_interval=0.01)
     reader.start()
     time.sleep(0.05)
     reader.stop(timeout=2)
@@ -270,7 +271,7 @@ def test_demo_replays_the_sample_into_a_file_a_follower_decodes(reader_factory):
     try:
         cat, reader = reader_factory([demo.path])
         assert wait_for(lambda: demo.iterations >= 1, timeout=20)
-        from miotui.logs.sources import decode_paths
+        from miotui.decoding.whole import decode_paths
         sample = decode_paths([demo.source])
         assert wait_for(lambda: len(cat) >= len(sample), timeout=10)
         assert {s.problem for s in sample.layers()} <= {s.problem for s in cat.layers()}

@@ -11,8 +11,9 @@ import pytest
 from follow_support import conv, started_readers, wait_for
 
 from miotui.catalog import Catalog
+from miotui.formats import FORMATS
 from miotui.formats.cudnn import CudnnScanner
-from miotui.logs.head_choice import CHOOSE_BYTES, HeadChoice
+from miotui.sources.head_choice import CHOOSE_BYTES, HeadChoice
 
 DATA = Path(__file__).parent / "data" / "cudnn"
 
@@ -81,7 +82,7 @@ def test_text_that_names_neither_format_is_decided_when_the_writer_pauses(tmp_pa
 def test_the_choice_is_the_same_however_the_head_is_cut():
     data = small_ops()[:3000]
     for cut in range(1, 200, 7):
-        choice = HeadChoice()
+        choice = HeadChoice(FORMATS.told)
         got = choice.offer(data[:cut])
         rest = data[cut:]
         while got is None and rest:
@@ -94,7 +95,7 @@ def test_the_choice_is_the_same_however_the_head_is_cut():
 
 
 def test_a_head_with_no_sign_is_decided_at_the_cap():
-    choice = HeadChoice()
+    choice = HeadChoice(FORMATS.told)
     assert choice.offer(b"x" * (CHOOSE_BYTES - 1)) is None
     assert len(choice.offer(b"yy")) == CHOOSE_BYTES + 1
     assert choice.held == 0

@@ -11,11 +11,12 @@ import time
 import pytest
 from follow_support import batches, before_each_feed, conv, has_inotify, started_readers, wait_for
 
-import miotui.logs.follow as follow
+import miotui.sources.follow as follow
 from miotui.catalog import Catalog
-from miotui.logs.fingerprint import Fingerprint
-from miotui.logs.follow import LogReader
-from miotui.logs.follow_source import lead_label
+from miotui.formats import FORMATS
+from miotui.formats.miopen.hosts import lead_label
+from miotui.sources.fingerprint import Fingerprint
+from miotui.sources.follow import LogReader
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def test_a_fifo_without_follow_is_read_until_its_writer_closes(tmp_path, reader_
 def test_stop_returns_while_a_fifo_has_no_writer(tmp_path):
     fifo = tmp_path / "train.log"
     os.mkfifo(fifo)
-    reader = LogReader(Catalog(), [str(fifo)], follow=True, poll_interval=0.01)
+    reader = LogReader(Catalog(), [str(fifo)], follow=True, formats=FORMATS, poll_interval=0.01)
     reader.start()
     assert wait_for(lambda: reader.sources[0].state == "waiting for a writer")
     reader.stop(timeout=2)
@@ -193,7 +194,7 @@ def test_fingerprint_tells_a_cut_from_a_rewrite_in_a_big_file(tmp_path):
 
 
 def test_fingerprint_blocks_stay_bounded_and_still_match(tmp_path, monkeypatch):
-    from miotui.logs import fingerprint as fpmod
+    from miotui.sources import fingerprint as fpmod
     monkeypatch.setattr(fpmod, "MAX_BLOCKS", 64)
     log = tmp_path / "big.log"
     body = os.urandom(3 * 64 * fpmod.BLOCK + 777)
@@ -356,7 +357,7 @@ def test_without_inotify_polling_alone_follows_appends_truncation_and_rotation(t
 def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(tmp_path, monkeypatch):
     log = tmp_path / "quiet.log"
     log.write_text(conv(1))
-    reader = LogReader(Catalog(), [str(log)], follow=True, poll_interval=60.0)
+    reader = LogReader(Catalog(), [str(log)], follow=True, formats=FORMATS, poll_interval=60.0)
     cat = reader.catalog
     reader.start()
     try:
@@ -374,7 +375,7 @@ def test_inotify_wakes_the_reader_for_a_file_it_would_look_at_only_in_a_minute(t
 
 def test_a_file_named_like_a_glob_is_read_by_its_name(tmp_path):
     """``rank[0].log`` exists: it is that file, not a pattern matching ``rank0.log``."""
-    from miotui.logs.follow import is_pattern
+    from miotui.sources.follow import is_pattern
     named = tmp_path / "rank[0].log"
     named.write_text("x\n")
     assert not is_pattern(str(named))

@@ -9,8 +9,8 @@ import os
 import pytest
 from follow_support import batches, conv, started_readers, wait_for
 
-from miotui.logs import fingerprint as fpmod
-from miotui.logs.fingerprint import Fingerprint
+from miotui.sources import fingerprint as fpmod
+from miotui.sources.fingerprint import Fingerprint
 
 
 @pytest.fixture

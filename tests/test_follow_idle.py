@@ -10,9 +10,9 @@ import time
 import pytest
 from follow_support import batches, conv, has_inotify, started_readers, wait_for
 
-import miotui.logs.follow as follow
-from miotui.logs.dirwatch import MountTable, mount_types
-from miotui.logs.follow_source import RATE_WINDOW_S
+import miotui.sources.follow as follow
+from miotui.sources.dirwatch import MountTable, mount_types
+from miotui.sources.follow_source import RATE_WINDOW_S
 
 
 def _idle_intervals(tmp_path, files: int = 20, idle_s: float = 4.0) -> list[float]:

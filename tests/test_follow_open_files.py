@@ -128,7 +128,7 @@ def test_a_deleted_parked_file_says_what_was_lost(tmp_path):
 
 
 def test_the_budget_leaves_descriptors_for_runs(monkeypatch):
-    from miotui.logs import follow
+    from miotui.sources import follow
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     budget = follow.descriptor_budget()
     assert 0 < budget <= soft - follow.fd_reserve(soft)
@@ -147,7 +147,7 @@ def test_without_follow_files_past_the_budget_are_read_to_their_end(tmp_path):
 def test_the_raw_log_pane_holds_no_descriptor_between_reads(tmp_path):
     """The pane keeps one LogContext per file shown: with many files, each holding its file
     open would eat the descriptors runs need."""
-    from miotui.logs.context import LogContext
+    from miotui.sources.context import LogContext
     logs = []
     for i in range(20):
         log = tmp_path / f"rank{i}.log"

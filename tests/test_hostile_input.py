@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from miotui.logs.sources import decode_paths
+from miotui.decoding.whole import decode_paths
 
 HOSTILE = [
     "\x1b]0;pwned-title\x07",                      # OSC 0 (title), BEL-terminated
@@ -202,7 +202,7 @@ def test_any_number_in_any_real_log_replaced_never_breaks_a_decoder(replacement)
     import re
 
     from miotui.catalog import Catalog
-    from miotui.logs.sources import decode_stream
+    from miotui.decoding.whole import decode_stream
     files = sorted((DATA / "real_logs").glob("*.log")) + sorted((DATA / "regress").glob("*.log"))
     assert len(files) > 100
     broken = []

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.keys import (
+from miotui.formats.miopen.keys import (
     DecodedKey,
     ProblemKeyError,
     db_key_for,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miotui.logs.events import Annotation, Sighting, Undecoded
-from miotui.logs.levels import LevelDecoder
+from miotui.events import Annotation, Sighting, Undecoded
+from miotui.formats.miopen.levels import LevelDecoder
 
 HERE = Path(__file__).parent
 _LEVEL_LINE = re.compile(r"MIOpen(?:\((?:HIP|OpenCL)\))?: (Fatal|Error|Warning|Info2|Info|Trace) \[([^\]]*)\] ?(.*)$")

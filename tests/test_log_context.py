@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miotui.logs import context as ctx
-from miotui.logs.context import LogContext
-from miotui.logs.follow import LineTail
+from miotui.sources import context as ctx
+from miotui.sources.context import LogContext
+from miotui.sources.follow import LineTail
 
 
 def reference_lines(data: bytes) -> list[str]:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from miotui.catalog import Catalog
+from miotui.decoding.whole import decode_paths, decode_stream
 from miotui.driver import parse_driver_args, to_driver_command
-from miotui.logs.sources import decode_paths, decode_stream
 
 REAL = Path(__file__).parent / "data" / "real_logs"
 

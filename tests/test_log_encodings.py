@@ -10,8 +10,8 @@ import gzip
 import pytest
 from follow_support import batches, conv, started_readers, wait_for
 
-from miotui.logs.encoding import TextBytes, sniff
-from miotui.logs.sources import decode_paths
+from miotui.decoding.whole import decode_paths
+from miotui.sources.encoding import TextBytes, sniff
 
 # what PowerShell 5.1 writes for a native command's stderr redirected with 2>: the first
 # line as an error record, then the lines as they came, CRLF line ends
@@ -121,7 +121,7 @@ def test_plain_utf8_passes_through_untouched():
 
 @pytest.mark.parametrize("name", ["utf-16-le-bom", "utf-16-be-bom", "utf-8-bom"])
 def test_the_raw_log_pane_shows_a_utf16_log_as_text_at_the_catalogs_line_numbers(tmp_path, name):
-    from miotui.logs.context import LogContext
+    from miotui.sources.context import LogContext
     log = tmp_path / "log.txt"
     log.write_bytes(ENCODINGS[name])
     plain = _utf8(tmp_path)

@@ -94,7 +94,7 @@ def _decode_json(text: str) -> dict:
 
     from miotui.catalog import Catalog
     from miotui.decode_output import render_to
-    from miotui.logs.sources import decode_stream
+    from miotui.decoding.whole import decode_stream
     catalog = Catalog()
     decode_stream(catalog, io.BytesIO((text + "\n").encode()))
     buf = io.StringIO()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from miotui.decoding.whole import decode_paths
 from miotui.driver import parse_driver_command
-from miotui.logs.sources import decode_paths
 
 REAL = Path(__file__).parent / "data" / "real_logs"
 
@@ -137,7 +137,7 @@ MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver convfp16 -n 8 -c 64 
     import io
 
     from miotui.catalog import Catalog
-    from miotui.logs.sources import decode_stream
+    from miotui.decoding.whole import decode_stream
     catalog = Catalog()
     decode_stream(catalog, io.BytesIO(block.encode()))
     (layer,) = catalog.layers()

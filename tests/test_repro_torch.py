@@ -36,7 +36,7 @@ def miotui(*args: str) -> subprocess.CompletedProcess:
 
 
 def layer_of(log: Path, k: int):
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     return next(layer for layer in decode_paths([str(log)]).layers() if layer.id == k)
 
 
@@ -85,9 +85,9 @@ def test_a_layer_with_no_script_says_how_to_run_it(logs):
 def test_the_driver_command_of_a_cudnn_layer_is_marked_a_translation(logs, tmp_path):
     import json
 
+    from miotui.decoding.whole import decode_paths
     from miotui.export import to_driver_script
     from miotui.formats.cudnn import TRANSLATION
-    from miotui.logs.sources import decode_paths
     cudnn = json.loads(miotui("decode", "--format", "json", str(logs["small_variety_v7"])).stdout)["layers"]
     assert cudnn and all(layer["driver_command_note"] == TRANSLATION for layer in cudnn)
     miopen = tmp_path / "miopen.log"

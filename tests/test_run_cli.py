@@ -81,7 +81,7 @@ def test_log_layer_is_the_layers_id_its_arrival_order(tmp_path, capsys):
     assert "layer 1 of" in doc["source"]
     code, doc = run_json(capsys, "--log", str(log), "--layer", "2", "--backend", "numpy", "--iters", "1")
     assert code == 0 and doc["layers"][0]["direction"] == "bwd"
-    from miotui.logs.sources import decode_paths
+    from miotui.decoding.whole import decode_paths
     assert [s.id for s in decode_paths([str(log)]).layers()] == [1, 2]
 
 

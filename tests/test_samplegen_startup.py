@@ -17,10 +17,10 @@ import pytest
 
 from miotui import samplegen
 from miotui.catalog import Catalog
-from miotui.logs.sources import decode_stream
-from miotui.logs.startup_lines import read_startup_line
+from miotui.decoding.whole import decode_stream
+from miotui.formats.miopen.startup_lines import read_startup_line
 from miotui.samplegen import DEMO_SPEC, SampleSpec, generate_text, ground_truth
-from miotui.timing import layer_times
+from miotui.views.timing import layer_times
 
 LEVEL = re.compile(r"^MIOpen\(HIP\) *(?P<ms>\d+\.\d{3}): (?P<level>Info2?|Warning|Command) \[(?P<func>[^\]]*)\] "
                    r"(?P<msg>.*)$")

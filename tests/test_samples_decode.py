@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from miotui.logs.sources import decode_paths
+from miotui.decoding.whole import decode_paths
 from miotui.samplegen import FORMATS, SampleSpec, ground_truth
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"

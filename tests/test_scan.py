@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
-from miotui.logs.lines import (
+from miotui.decoding.whole import decode_paths
+from miotui.formats.miopen.lines import (
     BARE_PARAM,
     CLOSE,
     COMMAND,
@@ -26,8 +27,7 @@ from miotui.logs.lines import (
     classify,
     split_prefix,
 )
-from miotui.logs.scan import LogScanner
-from miotui.logs.sources import decode_paths
+from miotui.formats.miopen.scan import LogScanner
 
 DATA = Path(__file__).parent / "data"
 REAL = DATA / "real_logs"

@@ -90,7 +90,7 @@ def test_corrupt_gzip_is_reported_not_a_traceback(name):
 
 def test_line_cache_is_bounded_for_logs_of_distinct_long_lines():
     from miotui.catalog import Catalog
-    from miotui.logs import scan
+    from miotui.formats.miopen import scan
     scanner = scan.LogScanner(Catalog())
     for i in range(20000):
         scanner.feed((f"{i} " + "x" * 2000 + "\n").encode())

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
 from miotui.decode_output import render
-from miotui.logs.scan import LogScanner
+from miotui.formats.miopen.scan import LogScanner
 
 ROOT = Path(__file__).parent.parent
 LOGS = sorted(p for p in [*(ROOT / "sample_logs").glob("*.log"), *(ROOT / "tests/data/real_logs").iterdir(),

@@ -12,11 +12,11 @@ import pytest
 
 from miotui.catalog import Catalog
 from miotui.decode_output import render
+from miotui.decoding.whole import decode_stream
 from miotui.export import to_csv
-from miotui.logs.scan import LogScanner
-from miotui.logs.sources import decode_stream
-from miotui.logs.startup_lines import line_clock, read_perf_record, read_startup_line
-from miotui.timing import layer_times, per_call_time, time_summary
+from miotui.formats.miopen.scan import LogScanner
+from miotui.formats.miopen.startup_lines import line_clock, read_perf_record, read_startup_line
+from miotui.views.timing import layer_times, per_call_time, time_summary
 
 CONV = ("./bin/MIOpenDriver conv -n {n} -c 3 -H 8 -W 8 -k 4 -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 "
         "-F 1 -t 1")

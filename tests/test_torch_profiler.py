@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
+from miotui.decoding.whole import decode_paths
 from miotui.formats.torch_profiler import TraceScanner, decode_trace_bytes, looks_like_trace
 from miotui.formats.torch_profiler.attribution import kernel_side, split_backward
-from miotui.logs.sources import decode_paths
 from miotui.problems import ConvProblem
-from miotui.timing import layer_times
+from miotui.views.timing import layer_times
 
 DATA = Path(__file__).parent / "data" / "profiler"
 TRACES = ("profile_resnet18.json.gz", "profile_mobilenet_v3_small_amp.json.gz", "profile_densenet121.json.gz")

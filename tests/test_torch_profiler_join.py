@@ -13,9 +13,9 @@ import pytest
 
 from miotui.catalog import Catalog
 from miotui.decode_output import render_to
-from miotui.logs.parallel import decode_files
-from miotui.logs.sources import decode_paths
-from miotui.timing import layer_times
+from miotui.decoding.parallel import decode_files
+from miotui.decoding.whole import decode_paths
+from miotui.views.timing import layer_times
 
 DATA = Path(__file__).parent / "data" / "profiler"
 LOG = str(DATA / "joined_cudnn.log.gz")
@@ -81,7 +81,7 @@ def test_a_layer_with_two_sources_shows_both():
 
 
 def test_diff_groups_with_a_trace_are_joined_not_merged():
-    from miotui.logs.parallel import decode_file_groups
+    from miotui.decoding.parallel import decode_file_groups
     old, new = decode_file_groups([[LOG, TRACE], [LOG]], jobs=2, min_bytes=0)
     assert len(old) == len(new) == 17
     assert "profiler" in old.kernel_time and not new.kernel_time

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from miotui.decoding.parallel import decode_files
 from miotui.formats.rocprof import looks_like_kernel_trace
 from miotui.formats.rocprof.kernel_trace import kernel_family
-from miotui.logs.parallel import decode_files
-from miotui.timing import layer_times
+from miotui.views.timing import layer_times
 
 DATA = Path(__file__).parent / "data" / "profiler" / "rocprof"
 LOG = DATA / "miopen_step.log"

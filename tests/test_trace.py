@@ -1,4 +1,4 @@
-"""Tests for the API-trace decoder (miotui.logs.trace) and its grammars (miotui.logs.grammar)."""
+"""Tests for the API-trace decoder (miotui.formats.miopen.trace) and its grammars (miotui.formats.miopen.grammar)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miotui.logs import grammar
-from miotui.logs.events import Sighting, Undecoded
-from miotui.logs.grammar import DescriptorError, layout_from_strides, parse_conv, parse_tensor
-from miotui.logs.trace import DTYPE_GUESS_WARNING, TraceDecoder, api_name
+from miotui.events import Sighting, Undecoded
+from miotui.formats.miopen import grammar
+from miotui.formats.miopen.grammar import DescriptorError, layout_from_strides, parse_conv, parse_tensor
+from miotui.formats.miopen.trace import DTYPE_GUESS_WARNING, TraceDecoder, api_name
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,

@@ -1,4 +1,4 @@
-"""API-trace blocks of the newer primitives (miotui.logs.trace_ops, trace_rnn), each written in
+"""API-trace blocks of the newer primitives (miotui.formats.miopen.trace_ops, trace_rnn), each written in
 MIOpen's real format (the parameters its ``MIOPEN_LOG_FUNCTION`` prints, in that order, values
 as its ``LogParam`` prints them), and the cross-check: a block and the Command line MIOpen
 prints for the same call give the same problem -- field for field, except the problem's
@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from miotui.catalog import Catalog
+from miotui.decoding.whole import decode_stream
 from miotui.driver import parse_driver_args, to_driver_argv
-from miotui.logs.calls import call_signature
-from miotui.logs.events import Sighting, Undecoded
-from miotui.logs.grammar import packed_strides
-from miotui.logs.sources import decode_stream
-from miotui.logs.trace import TraceDecoder
-from miotui.logs.trace_ops import OpTrace
+from miotui.events import Sighting, Undecoded
+from miotui.formats.miopen.calls import call_signature
+from miotui.formats.miopen.grammar import packed_strides
+from miotui.formats.miopen.trace import TraceDecoder
+from miotui.formats.miopen.trace_ops import OpTrace
 from miotui.problems import LayerNormProblem, ReduceProblem, RNNProblem
 
 DTYPE = {"fp16": 0, "fp32": 1, "bf16": 5, "fp64": 6}

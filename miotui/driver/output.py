@@ -4,7 +4,7 @@ MIOpenDriver prints, per direction it runs, the algorithm/solver it used, the ke
 time, a ``stats:`` line and a verification verdict (``miopen_formats.md`` §6).  Each line
 is recognised by ``miotui.driver.output_lines.parse_output_line``; this module gathers
 the lines of one run into a ``DriverOutput``, what the miopen-driver backend reads after
-running a command.  ``miotui.logs.driver_output.DriverLogTracker`` finds driver runs
+running a command.  ``miotui.formats.miopen.driver_output.DriverLogTracker`` finds driver runs
 inside logs with the same line parser.
 """
 

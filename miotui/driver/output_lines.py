@@ -5,7 +5,7 @@ The wording changed many times between 2017 and 2026 (``Verifies on CPU and GPU`
 -> ``MIOpenDriver``, ``(average)`` added, ``Solution: id/name`` added, ...), and the
 numbers are not always where the headers say (``miopen_formats.md`` §6.2 "stats field
 order pitfalls").  ``parse_output_line`` recognises every form; ``miotui.driver.output``
-puts the lines of a whole run together and ``miotui.logs.driver_output`` finds runs in logs.
+puts the lines of a whole run together and ``miotui.formats.miopen.driver_output`` finds runs in logs.
 """
 
 

@@ -26,9 +26,9 @@ from miotui.formats.cudnn import TRANSLATION, from_cudnn
 from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
+from miotui.views.startup_model import searches_of, what_logged
 from miotui.widgets.footer import KeyFooter
 from miotui.widgets.prerender import render_text
-from miotui.widgets.startup_model import searches_of, what_logged
 
 #: columns from which the detail lays out side by side and shows every run column
 WIDE = 110

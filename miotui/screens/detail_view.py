@@ -14,8 +14,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from miotui import units
-from miotui.run_summary import (
+from miotui.safe_text import visible
+from miotui.views import units
+from miotui.views.run_summary import (
     driver_comparison,
     noise_warning,
     rate_arithmetic,
@@ -24,10 +25,9 @@ from miotui.run_summary import (
     status_text,
     verdict_of,
 )
-from miotui.safe_text import visible
-from miotui.timing import CUDNN_HOW_TO_TIME, HOW_TO_TIME
+from miotui.views.startup_model import search_progress_text, what_logged
+from miotui.views.timing import CUDNN_HOW_TO_TIME, HOW_TO_TIME
 from miotui.widgets.bar_chart import bar_chart
-from miotui.widgets.startup_model import search_progress_text, what_logged
 
 #: Annotation names shown under "MIOpen's choice", with their labels.
 CHOICE_LABELS = (
@@ -45,7 +45,7 @@ CUDNN_CHOICE_LABELS = (
     ("cudnn_warning", "warnings"), ("cudnn_error", "errors"),
 )
 _VERDICT_STYLE = {"good": "bold green", "bad": "bold red", "neutral": "yellow"}
-#: what each time source is (``miotui.timing``)
+#: what each time source is (``miotui.views.timing``)
 SOURCE_LABELS = {
     "perf_log": "MIOPEN_PERFORMANCE_LOGS: MIOpen's mean measured kernel time",
     "execution_log": "LogConvolutionExecution: the Find-Db time of the solution each execution ran",

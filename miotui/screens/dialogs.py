@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label, OptionList, RadioButton, Radio
 from textual.widgets.option_list import Option
 
 from miotui.safe_text import visible
-from miotui.widgets.layer_model import COLUMNS
+from miotui.views.layer_model import COLUMNS
 
 
 class ChoiceSet(RadioSet):

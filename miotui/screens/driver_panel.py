@@ -19,10 +19,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Log, Static
 
-from miotui import units
-from miotui.run_summary import noise_warning, severity, verdict_of
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, LayerChanged, RunFinished
+from miotui.views import units
+from miotui.views.run_summary import noise_warning, severity, verdict_of
 from miotui.widgets.footer import KeyFooter
 
 #: Lines the panel keeps (the driver's whole output is also kept on the result).

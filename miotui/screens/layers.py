@@ -19,7 +19,7 @@ from textual.widgets import Input, Static, Tab, Tabs
 
 from miotui.safe_text import visible
 from miotui.screens.messages import LayerAction, ViewChanged
-from miotui.timing import cudnn_only
+from miotui.views.timing import cudnn_only
 from miotui.widgets.footer import KeyFooter
 from miotui.widgets.layer_table import LayerTable
 from miotui.widgets.log_pane import LogPane
@@ -35,7 +35,7 @@ CUDNN_LOGGING_HINT = ("cuDNN logs its calls only at level 3. Start the job with 
                       "warnings only, no layer. The cudnn-frontend log needs CUDNN_FRONTEND_LOG_INFO=1 and "
                       "CUDNN_FRONTEND_LOG_FILE=<file>.")
 
-#: what the time line calls each time source (``miotui.timing.TIME_SOURCES``)
+#: what the time line calls each time source (``miotui.views.timing.TIME_SOURCES``)
 SOURCE_NAMES = {"perf_log": "perf log", "execution_log": "execution log", "find": "Find", "driver": "MIOpenDriver",
                 "profiler": "profiler trace", "rocprof": "rocprofv3"}
 

@@ -8,7 +8,7 @@ environment where miotui can read it), the tuning searches in progress with MIOp
 progress and ETA, calls per second and compile time per layer as sparklines, and a
 timeline of the layers as MIOpen met them with their Find, tuning and compile spans.
 
-It reads the live model's :class:`~miotui.widgets.startup_model.StartupView` (built by the
+It reads the live model's :class:`~miotui.views.startup_model.StartupView` (built by the
 poller) and redraws when the app posts :class:`~miotui.screens.messages.StartupChanged`;
 it never polls.  Every name from the log or the environment is shown as text
 (``detail_view.t``), never as markup.
@@ -28,12 +28,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Sparkline, Static
 
-from miotui import units
 from miotui.screens.detail_view import NOT_LOGGED, t
 from miotui.screens.messages import StartupChanged
-from miotui.widgets.footer import KeyFooter
-from miotui.widgets.prerender import render_text
-from miotui.widgets.startup_model import (
+from miotui.views import units
+from miotui.views.startup_model import (
     SPAN_CHARS,
     StartupView,
     compile_series,
@@ -42,6 +40,8 @@ from miotui.widgets.startup_model import (
     span_bar,
     what_logged,
 )
+from miotui.widgets.footer import KeyFooter
+from miotui.widgets.prerender import render_text
 
 #: what to set when the log has no clock
 UNTIMED_HINT = ("No durations: this log has no clock. MIOPEN_ENABLE_LOGGING_ELAPSED_TIME=1 (or "

@@ -11,7 +11,7 @@ the cursor stays on its layer, at the same screen line.  ``follow`` keeps the cu
 the newest layer as rows arrive; moving the cursor anywhere else pauses it, and
 ``new_while_paused`` counts what arrived meanwhile (the "N new" badge).
 
-Columns are chosen to fit the width (:func:`~miotui.widgets.layer_model.fit_columns`:
+Columns are chosen to fit the width (:func:`~miotui.views.layer_model.fit_columns`:
 by priority, the solver name taking what is left); ``w`` shows every column (the wide
 view), and scrolling it sideways keeps the frozen columns (``# op dir dtype``) in place.
 """
@@ -32,8 +32,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from miotui.run_summary import RunSummary
-from miotui.widgets.layer_model import Column, LayerTableModel, UpdateInfo, fit_columns, format_cell
+from miotui.views.layer_model import Column, LayerTableModel, UpdateInfo, fit_columns, format_cell
+from miotui.views.run_summary import RunSummary
 
 _VERDICT_CLASS = {"ok": "ok", "FAILED": "failed", "error": "failed", "refused": "warn", "cancelled": "warn",
                   "n/a": "dim", "running": "running", "queued": "running"}

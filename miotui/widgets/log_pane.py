@@ -55,7 +55,7 @@ class LogPane(Vertical):
     def _reader_for(self, path: str) -> Any:
         ctx = self._readers.get(path)
         if ctx is None:
-            from miotui.logs.context import LogContext
+            from miotui.sources.context import LogContext
             ctx = LogContext(path)
             self._readers[path] = ctx
             while len(self._readers) > CONTEXTS_KEPT:

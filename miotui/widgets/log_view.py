@@ -1,7 +1,7 @@
 """The raw-log pane: the log file around each sighting of the selected layer, like lnav.
 
 The whole file is the scroll range (one line per file line), read on demand through
-:class:`~miotui.logs.context.LogContext` in worker threads: the UI thread only renders
+:class:`~miotui.sources.context.LogContext` in worker threads: the UI thread only renders
 lines it already holds (blocks of ``BLOCK`` lines in a bounded LRU cache) and asks for
 the missing ones.  So a 20 GB log costs what is on screen, never the file.
 

@@ -27,8 +27,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import ProgressBar, Static
 
-from miotui import units
 from miotui.safe_text import visible
+from miotui.views import units
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def files_parts(files: Sequence[Any]) -> list[tuple[str, str]]:
 
 
 def follow_state(data: Any, follow_mode: bool, table_follows: bool) -> str:
-    """The bracketed state of a poll (``miotui.live.PollData``): following or paused (the
+    """The bracketed state of a poll (``miotui.views.poller.PollData``): following or paused (the
     table stopped following the newest row), how far the first read is, read, or the
     reader's own word (waiting, truncated...)."""
     if follow_mode:

@@ -7,6 +7,7 @@ catalog; ``looks_like_cudnn`` says whether a log's first bytes are cuDNN's.  Iss
 """
 
 from miotui.formats.cudnn.scanner import SOURCES, CudnnScanner, CudnnStats, decode_cudnn_bytes, looks_like_cudnn
+from miotui.formats.format import Format, Role
 
 NAME = "cudnn"
 
@@ -21,5 +22,8 @@ def from_cudnn(sources) -> bool:
     return any(s in SOURCES for s in sources)
 
 
-__all__ = ["NAME", "SOURCES", "TRANSLATION", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
+FORMAT = Format(NAME, "cuDNN", Role.LOG, looks_like_cudnn, CudnnScanner)
+
+
+__all__ = ["FORMAT", "NAME", "SOURCES", "TRANSLATION", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
            "looks_like_cudnn"]

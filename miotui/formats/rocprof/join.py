@@ -28,7 +28,7 @@ from typing import Sequence
 
 from miotui.catalog import Catalog
 from miotui.formats.rocprof.kernel_trace import FAMILIES, Dispatch
-from miotui.timing import KernelTime
+from miotui.views.timing import KernelTime
 
 SOURCE = "rocprofv3"
 #: calls of the log remembered in order (a join keeps one reference per call up to this)

@@ -7,9 +7,13 @@ with their shapes, and each layer's GPU time from the kernels its calls launched
 registry is to list this package by ``NAME``.
 """
 
+from miotui.formats.format import Format, Role
 from miotui.formats.torch_profiler.reader import looks_like_trace
 from miotui.formats.torch_profiler.scanner import SOURCE, TraceScanner, TraceStats, decode_trace_bytes
 
 NAME = "torch_profiler"
 
-__all__ = ["NAME", "SOURCE", "TraceScanner", "TraceStats", "decode_trace_bytes", "looks_like_trace"]
+FORMAT = Format(NAME, "PyTorch profiler", Role.TRACE, looks_like_trace, TraceScanner)
+
+
+__all__ = ["FORMAT", "NAME", "SOURCE", "TraceScanner", "TraceStats", "decode_trace_bytes", "looks_like_trace"]

@@ -19,7 +19,7 @@ from typing import Sequence
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.diff import layout_of, match_layers
 from miotui.formats.torch_profiler.scanner import SOURCE
-from miotui.timing import KernelTime
+from miotui.views.timing import KernelTime
 
 #: the annotations a trace layer gives the log's layer
 CARRIED = ("profiler_time_ms", "profiler_total_ms", "profiler_kernels", "profiler_pair_ms", "profiler_pair_total_ms",
@@ -42,7 +42,7 @@ class Joined:
 
 class TraceJoin:
     """One trace's times given to a log's layers as they come: a followed log's new layers
-    are joined when first seen (``miotui.live``'s poller), a whole log's all at once
+    are joined when first seen (``miotui.views.poller``'s poller), a whole log's all at once
     (:func:`join_trace`).  Keeps what was matched so far, for the line that says so."""
 
     def __init__(self, trace: Catalog, file: str = "") -> None:

@@ -18,7 +18,7 @@ from miotui.formats.torch_profiler.attribution import kernel_side, split_backwar
 from miotui.formats.torch_profiler.ops import LAYER_OPS, OpError, op_layers
 from miotui.formats.torch_profiler.reader import EventReader
 from miotui.kernel_attribution import Attribution, OpCall
-from miotui.timing import KernelTime
+from miotui.views.timing import KernelTime
 
 SOURCE = "torch-profiler"
 #: launch and kernel events kept for the join (beyond this the trace is refused, saying so)

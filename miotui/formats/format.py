@@ -1,0 +1,118 @@
+"""What a log format is to the rest of miotui: a name, a test of its text, and a scanner.
+
+Why a record and not a base class: a format's code (its line classes, its grammar, its
+scanner) shares nothing with another format's, and the reader needs only these facts to
+choose one.  Each format package defines one ``FORMAT`` and :data:`miotui.formats.FORMATS`
+lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Optional, Protocol
+
+if TYPE_CHECKING:
+    from miotui.catalog import Catalog
+
+
+class Role(Enum):
+    """What a file in the format gives: layers of its own, or times for a log's layers."""
+    LOG = "log"                    # calls: layers of its own (MIOpen, cuDNN)
+    TRACE = "trace"                # a profiler trace: layers with measured times; beside a log, joined to it
+    KERNEL_TRACE = "kernel trace"  # kernel dispatches only: joined to a log beside it by call order
+
+
+class Scanner(Protocol):
+    """Text in, catalog entries out: fed a stream's UTF-8 text in pieces of any size."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One log format.
+
+    ``claims`` is asked of text: a log's first bytes, or the complete lines a followed log
+    has so far.  It must be cheap and must not claim another format's text; the registry
+    asks traces first, then logs, and falls back to the first format (MIOpen's).
+    ``scanner`` makes the format's scanner for a catalog and a file label; None for a
+    format that only joins times to a log (``Role.KERNEL_TRACE``).  ``host_label`` finds
+    the host name or rank tag a piece of its text carries, where the format has one."""
+    name: str                   # the registry's key: "miopen", "cudnn", ...
+    label: str                  # what the status bar and ``decode`` say: "MIOpen", "cuDNN", ...
+    role: Role
+    claims: Callable[[bytes], bool]
+    scanner: Optional[Callable[["Catalog", str], Scanner]] = None
+    host_label: Optional[Callable[[bytes], Optional[str]]] = None
+
+
+class FormatRegistry(tuple):
+    """The formats miotui reads, in order; the first is the one a log is read as when no
+    other claims it.  Handed to the follower (``miotui.sources.follow.LogReader``), which
+    may not import a format: it asks this object to tell and to scan."""
+
+    def __new__(cls, formats: Iterable[Format]) -> "FormatRegistry":
+        self = super().__new__(cls, tuple(formats))
+        if not self:
+            raise ValueError("a registry needs a default format")
+        names = [f.name for f in self]
+        if len(set(names)) != len(names):
+            raise ValueError(f"format names repeat: {names}")
+        return self
+
+    @property
+    def default(self) -> Format:
+        return self[0]
+
+    def _asked(self) -> Iterator[Format]:
+        """The order claims are asked in: a trace's kernel names can look like a cuDNN log's
+        text, so structured traces first; then logs, the default last."""
+        yield from (f for f in self if f.role is not Role.LOG)
+        yield from (f for f in self[1:] if f.role is Role.LOG)
+        yield self.default
+
+    def by_name(self, name: str) -> Format:
+        """The format called ``name``; KeyError names the ones there are."""
+        for fmt in self:
+            if fmt.name == name:
+                return fmt
+        raise KeyError(f"no format {name!r}; there are {', '.join(f.name for f in self)}")
+
+    def claimed(self, head: bytes) -> Optional[Format]:
+        """The format that claims ``head`` (a file's first bytes), or None."""
+        for fmt in self._asked():
+            if fmt.claims(head):
+                return fmt
+        return None
+
+    def choose(self, head: bytes) -> Format:
+        """The format ``head`` is in: the one that claims it, else the default."""
+        return self.claimed(head) or self.default
+
+    def told(self, lines: bytes) -> bool:
+        """Whether complete lines of a log tell its format (a followed log's text is held,
+        unscanned, until they do: ``miotui.sources.head_choice``)."""
+        return any(fmt.claims(lines) for fmt in self._asked() if fmt.role is Role.LOG)
+
+    def scanner_for(self, head: bytes, catalog: "Catalog", file: str = "") -> Scanner:
+        """The scanner of the format ``head`` (a log's first bytes) is in; the catalog notes
+        the format's label (``Catalog.formats``: the status bar shows it) once there is text."""
+        fmt = self.choose(head)
+        if fmt.scanner is None:   # a kernel trace read as a log: it has no layers of its own
+            fmt = self.default
+        if head:
+            catalog.formats.setdefault(fmt.label)
+        assert fmt.scanner is not None
+        return fmt.scanner(catalog, file)
+
+    def host_label(self, data: bytes) -> Optional[str]:
+        """The host name or rank tag a piece of log text carries, by the first format that finds one."""
+        for fmt in self:
+            if fmt.host_label is not None:
+                label = fmt.host_label(data)
+                if label is not None:
+                    return label
+        return None

@@ -1,0 +1,239 @@
+"""Repeated call lines handled by their text: the scanner's fast path for Command lines and
+level lines.
+
+A training log repeats the same few hundred lines millions of times: each iteration logs
+the same ``Command [LogCmdConvolution] ...`` lines, and at ``MIOPEN_LOG_LEVEL`` 5-6 the same
+``algo = 5, workspace = 0`` and ``Returning an invoker for problem ...`` lines after them.
+The general path routes each through the call bookkeeping (``CallRouting``): a dozen Python
+calls per line.  Once a line has gone that way and turned out to be *plain*, its class in
+the scanner's line cache is replaced by a ``PLAIN`` entry that says what the line does, and
+the next time the same text comes the scanner does just that, in a few dictionary
+operations, whenever the scanner's state is the common one:
+
+* ``command``: a Command line that is a call of its own (not the second form of an API
+  block's call): counted again on its layer's row;
+* ``command form``: a Command line right after the API block of the same call (a 2.x-5.x
+  trace with ``MIOPEN_ENABLE_LOGGING_CMD``): the call's second form, not counted;
+* ``info``: a level line naming the call its thread's Command line just made (an invoker
+  lookup, a ``LogConvolutionExecution`` line): another form of that call, not counted;
+* ``annotations``: a level line that only annotates the thread's last call with values the
+  layer already has as its latest (``algo = 5, workspace = 0``): nothing changes.
+
+Anything else (an API block open on the thread, a Find in progress, a typed command held, a
+new annotation value...) goes the general way, which gives the same catalog: the tests run
+every log both ways.  ``RepeatedLines`` is the part of ``LogScanner`` (which inherits it)
+that registers and replays these lines; its state lives on the scanner.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from operator import attrgetter
+from typing import Optional
+
+from miotui.events import Annotation, Event, Sighting
+from miotui.formats.miopen.lines import NOISE
+
+#: the kind of a line-cache entry that replays a plain line (after the kinds of ``lines``)
+PLAIN = 100
+
+_tid_of = attrgetter("tid")
+
+#: what a plain line does
+COMMAND_CALL, COMMAND_FORM, INFO_FORM, ANNOTATIONS = "command", "command form", "info", "annotations"
+
+
+class PlainLine:
+    """What one plain line does: its thread, the call it makes (``problem``, ``role``, the
+    layer's ``row``), or the annotations it repeats.  ``pending`` is the call bookkeeping
+    entry a Command line leaves (reused while unchanged); ``count``/``last`` are calls
+    replayed but not yet added to the row (``RepeatedLines._settle`` adds them)."""
+
+    __slots__ = ("tid", "how", "problem", "role", "row", "pairs", "pending", "sources", "count", "last",
+                 "queued", "match", "source")
+
+    def __init__(self, tid: str, how: str, problem, role, row, pairs: tuple, match=None, source: str = "") -> None:
+        self.tid, self.how, self.problem, self.role, self.row, self.pairs = tid, how, problem, role, row, pairs
+        #: for an info form: the level-line source it adds to the call (``info``, ``execution-log``)
+        self.source = source
+        self.sources = {"command"}
+        self.pending = [(problem, role, self.sources)]
+        self.count = 0
+        self.last = 0
+        self.queued = False
+        #: for an info form: the problem object of the Command line it followed (equal to
+        #: ``problem``; compared by identity first, which is the usual case)
+        self.match = match
+
+
+class RepeatedLines:
+    """``LogScanner``'s fast path for repeated plain lines (see the module docstring)."""
+
+    #: replay plain lines (False: every line the general way; both give the same catalog)
+    repeat_lines = True
+
+    def _routing_is_common(self) -> bool:
+        """No state that changes how a call line is counted: no held API block or typed
+        command, no cat call being joined, no MIOpenDriver run in progress."""
+        return not (self._held or self._cat or self._driver_run or self.driver.held is not None)
+
+    def _register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
+        """After the general path handled Command line ``line``: remember it as plain if it
+        was one call of its own on its layer."""
+        if not self.repeat_lines or len(events) != 1 or type(events[0]) is not Sighting:
+            return
+        ev = events[0]
+        if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command":
+            return
+        row = self._last_row.get(tid)
+        cur = self._pending.get(tid)
+        if row is None or not cur or len(cur) != 1 or cur[0][1] != ev.role:
+            return
+        if cur[0][2] == {"command"} and row.problem == ev.problem:
+            plain = PlainLine(tid, COMMAND_CALL, ev.problem, ev.role, row, ())
+            if self._remember(line, (PLAIN, c, plain)):
+                self._calls_by_text[line] = plain
+        elif cur[0][2] == {"api-trace", "command"} and row.problem == cur[0][0]:
+            self._remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (), cur[0][0])))
+
+    def _register_level(self, line: str, c: tuple, tid: str, events: list[Event], effect: bool) -> None:
+        """After the general path handled level line ``line`` (``effect``: it opened a Find
+        or stated a startup fact, so it is never plain)."""
+        if not self.repeat_lines or effect:
+            return
+        if not events:
+            self._remember(line, (NOISE,))
+            return
+        if all(type(e) is Annotation and e.problem is None for e in events):
+            pairs = tuple((e.name, e.value) for e in events)
+            self._remember(line, (PLAIN, c, PlainLine(tid, ANNOTATIONS, None, None, None, pairs)))
+            return
+        if len(events) != 1 or type(events[0]) is not Sighting:
+            return
+        ev = events[0]
+        if ev.role == "mention" or ev.only_if_new or ev.source not in ("info", "execution-log"):
+            return
+        row = self._last_row.get(tid)
+        cur = self._pending.get(tid)
+        if row is not None and cur and row.problem == ev.problem:
+            self._remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
+                                                      cur[0][0], ev.source)))
+
+    def _remember(self, line: str, entry: tuple) -> bool:
+        if line in self._cache:   # only while the line's class is cached (the cache may have been cleared)
+            self._cache[line] = entry
+            return True
+        return False
+
+    def _replay(self, plain: PlainLine, n: int) -> bool:
+        """Do what ``plain`` does, if the scanner's state is the common one (checked by the
+        caller with ``_routing_is_common``); False: the general path must handle it."""
+        tid = plain.tid
+        if plain.how is ANNOTATIONS:
+            row = self._last_row.get(tid)
+            if row is None:
+                return True
+            annotations = row.annotations
+            for name, value in plain.pairs:
+                values = annotations.get(name)
+                if not values or values[-1] != value:
+                    return False
+            return True
+        if self._find_open and tid in self._find_open:
+            return False
+        cur = self._pending.get(tid)
+        if plain.how is COMMAND_CALL:
+            if cur is not None:
+                for _p, _r, sources in cur:
+                    if "command" not in sources:    # an API block's call: this line is its second form
+                        return False
+            self.replay_call(plain, cur, n)
+            return True
+        if not cur:
+            return False
+        if plain.how is COMMAND_FORM:   # the second form of the API block's call
+            if len(cur) != 1:
+                return False
+            p, r, sources = cur[0]
+            if r != plain.role or "command" in sources or "api-trace" not in sources or \
+                    not (p is plain.match or p == plain.match):
+                return False
+            sources.add("command")
+            self._queue_seen(plain, n)
+            return True
+        # INFO_FORM: the thread's current call, seen again as an invoker line
+        row = plain.row
+        if plain.pairs and not self.catalog.has_latest(row, plain.pairs):
+            return False
+        problem, role = plain.problem, plain.role
+        for p, r, sources in cur:
+            if r == role and (p is plain.match or p is problem or p == problem):
+                if plain.source in sources:    # the call's form was seen already: a new call
+                    return False
+                sources.add(plain.source)
+                self._queue_seen(plain, n)
+                return True
+        return False
+
+    def _queue_seen(self, plain: PlainLine, n: int) -> None:
+        """Another form of the thread's current call: not counted, its row seen at line ``n``
+        (at ``_settle``), and the thread's last row is that call's."""
+        plain.last = n
+        if not plain.queued:
+            plain.queued = True
+            self._unsettled.append(plain)
+        self._last_row[plain.tid] = plain.row
+
+    def replay_call(self, plain: PlainLine, cur: Optional[list], n: int) -> None:
+        """A Command line's call, again: the thread's current call is now this one (its
+        bookkeeping entry reused when it already is), counted on the row at ``_settle``."""
+        if cur is not plain.pending or len(plain.sources) != 1:
+            plain.sources.clear()
+            plain.sources.add("command")
+            self._pending[plain.tid] = plain.pending
+        if not plain.queued:
+            plain.queued = True
+            self._unsettled.append(plain)
+        plain.count += 1
+        plain.last = n
+        self._last_row[plain.tid] = plain.row
+
+    def replay_run(self, run: list, first: int) -> bool:
+        """A run of Command lines, each a call of its own (``run``: their ``PlainLine`` in
+        order, the first on line ``first``), replayed at once: the calls counted per line,
+        the last line of each, each thread's current call the run's last one of that thread,
+        exactly what ``replay_call`` does line by line.  A command log is such runs between
+        its other lines, so a run costs a few C-level passes instead of a Python step per
+        line.  False, with nothing done, when a thread's state is not the common one."""
+        pending, find_open = self._pending, self._find_open
+        last_of = dict(zip(map(_tid_of, run), run, strict=True))     # each thread's last call in the run
+        for tid in last_of:
+            cur = pending.get(tid)
+            if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
+                return False
+        last_at = dict(zip(run, range(first, first + len(run)), strict=True))
+        unsettled = self._unsettled
+        for plain, times in Counter(run).items():     # first-seen order, as line by line
+            sources = plain.sources
+            if len(sources) != 1 or "command" not in sources:
+                sources.clear()
+                sources.add("command")
+            plain.count += times
+            plain.last = last_at[plain]
+            if not plain.queued:
+                plain.queued = True
+                unsettled.append(plain)
+        last_row = self._last_row
+        for tid, plain in last_of.items():
+            pending[tid] = plain.pending
+            last_row[tid] = plain.row
+        return True
+
+    def _settle(self) -> None:
+        """Add the replayed calls to their rows (before anyone reads the catalog)."""
+        count_again = self.catalog.count_again
+        for plain in self._unsettled:
+            count_again(plain.row, plain.role, plain.last, plain.count, self.file)
+            plain.count = 0
+            plain.queued = False
+        self._unsettled.clear()
