@@ -9,7 +9,7 @@ Every numeric flag of every driver subcommand table and every number of one bloc
 log form (and, with ``--real-logs``, of each file of ``tests/data/real_logs``, decoded whole)
 set to 0, -1, 2**31, 2**32+1, 10**8 and 10**11, one at a time; per line: under 2 s, under
 200 MB allocated, under 64 KB of output, nothing raised.  The suite runs every second case
-of the first set (``tests/test_number_fuzz.py``).
+of the first set (``tests/unit/test_number_fuzz.py``).
 
 Also timed: the RNN extreme of issue 27 (``rnn -l 2147483647``: its FLOPs and weight count
 looped once per layer, 35 minutes a call), decoded and written in every format, against a

@@ -5,7 +5,7 @@ Why one module: ``miotui diff --pack`` writes it for a changed layer and ``miotu
 --script`` prints it for any layer, a cuDNN one included, so the same problem can be run on
 any CUDA or ROCm GPU (ROCm's torch names its GPUs ``cuda`` too and runs convolutions with
 MIOpen) and on a CPU.  ``--save FILE.npz`` keeps the seeded inputs and the output, so its
-numbers can be checked against miotui's numpy reference (tests/test_repro_torch.py).
+numbers can be checked against miotui's numpy reference (tests/unit/test_repro_torch.py).
 
 Every value written into the script is a number, a bool or a whitelisted name: log text
 never reaches it.

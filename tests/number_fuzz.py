@@ -1,7 +1,7 @@
 """The numbers fuzz of issue 26: every numeric flag of every driver subcommand, and every number
 of every log form, set to each hostile value, one line at a time.
 
-Why a module of its own: the suite runs a sample of the cases (``tests/test_number_fuzz.py``,
+Why a module of its own: the suite runs a sample of the cases (``tests/unit/test_number_fuzz.py``,
 about a minute) and ``benchmarks/fuzz_numbers.py`` runs all of them; both take the cases and
 the per-line check from here, so the sample is a true sample of the sweep.
 

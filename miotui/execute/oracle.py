@@ -3,7 +3,7 @@
 A backend is checked against float64 code that shares none of its own: convolutions
 against a direct sum over filter taps (:mod:`oracle_conv`), the other layer kinds
 against formulations of their own (:mod:`oracle_ops`, :mod:`oracle_layers`).  Those
-modules import no backend code (tests/test_oracle.py checks it), so a bug in a
+modules import no backend code (tests/unit/test_oracle.py checks it), so a bug in a
 backend's im2col, GEMM, chunking, kernel or constant fails its verdict instead of
 being reproduced by the reference.
 

@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 #: The class behind the batch split's BLAS thread pinning, under the name
-#: tests/test_app_snapshots.py patches (it lives in :mod:`miotui.execute.blas`).
+#: tests/app/test_app_snapshots.py patches (it lives in :mod:`miotui.execute.blas`).
 _BlasThreads = BlasThreads
 
 

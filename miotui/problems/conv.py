@@ -97,7 +97,7 @@ class ConvProblem(ProblemBase):
         transposed) with the default padding mode, every layout given and 2-D, and every
         length a plain int in range.  A log of many distinct layers builds one problem per
         line, and this costs a fraction of the full checks, which anything else goes through
-        (and which give the same verdict on this case: tests/test_problems.py)."""
+        (and which give the same verdict on this case: tests/unit/test_problems.py)."""
         spatial = (self.in_spatial, self.filter, self.pads, self.strides, self.dilations, self.trans_output_pads)
         if set(map(type, spatial)) != _TUPLE or set(map(len, spatial)) != _TWO:
             return False

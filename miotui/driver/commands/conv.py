@@ -55,7 +55,7 @@ def read_plain_2d(sub: Subcommand, base: str, args: Sequence[str], ctx: Context)
     of at most 9 digits.  The general reader would read such a line without a default, a
     repair or a warning, and each distinct layer of a log arrives as one, so a log of many
     layers spends its decode here (a fraction of the general reader's time).  Anything else
-    (None) goes the general way; both give the same result (tests/test_driver.py)."""
+    (None) goes the general way; both give the same result (tests/unit/test_driver.py)."""
     if len(args) != 34 or ctx.api_name or ctx.version is not None:
         return None
     m = _PLAIN_2D_RE.fullmatch(" ".join(args))

@@ -11,7 +11,7 @@ Streaming, with bounded memory whatever the input: only the record being read is
 most ``RECORD_CHARS`` of it (a whole-line prefix; the header line at most ``HEADER_CHARS``);
 the lines past the cap are counted (``Record.dropped_lines``/``dropped_chars``), never kept.
 An unterminated line is held up to ``LINE_CHARS``.  Every cut is made on the record's own
-text, so any split of the input into chunks gives the same records (tests/test_cudnn_fuzz.py).
+text, so any split of the input into chunks gives the same records (tests/unit/test_cudnn_fuzz.py).
 """
 
 from __future__ import annotations
