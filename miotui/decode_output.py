@@ -16,7 +16,7 @@ from typing import IO, Iterable, Iterator, Optional
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.driver import DriverCommandError, to_driver_command
 from miotui.driver.versions import version_text
-from miotui.formats.cudnn import TRANSLATION, from_cudnn
+from miotui.formats import FORMATS
 from miotui.problems import ConvProblem
 from miotui.safe_text import visible
 from miotui.startup import LayerStartup, seconds
@@ -123,8 +123,9 @@ def render_driver_lines(layers: list[LayerSnapshot]) -> str:
         out.append(f"# layer {layer.id}: {layer.executions} executions, {layer.finds} finds, {layer.mentions} "
                    f"mentions: {p.op} {p.direction} {p.dtype} {getattr(p, 'layout', '')} "
                    f"(log lines {layer.first_line}-{layer.last_line})")
-        if from_cudnn(layer.sources):
-            out.append(f"#   {TRANSLATION}")
+        note = FORMATS.translation(layer.sources)
+        if note:
+            out.append(f"#   {note}")
         for w in layer.warnings:
             out.append(f"#   warning: {visible(' '.join(w.split()))}")
         out.append(layer.driver_command or "#   (MIOpenDriver cannot express this layer)")

@@ -21,7 +21,7 @@ import shlex
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
-from miotui.formats.cudnn import TRANSLATION, from_cudnn
+from miotui.formats import FORMATS
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,
@@ -123,8 +123,9 @@ def layer_json(layer: Any, runs: Optional[Sequence[Mapping[str, Any]]] = None,
         "time": (time or NO_TIME).to_dict(),
         "startup": getattr(layer, "startup", NO_STARTUP).to_dict(layer.finds),
     }
-    if from_cudnn(layer.sources):   # the command is not the log's own: say so beside it
-        out["driver_command_note"] = TRANSLATION
+    note = FORMATS.translation(layer.sources)
+    if note:   # the command is not the log's own: say so beside it
+        out["driver_command_note"] = note
     if runs is not None:
         out["runs"] = [dict(r) for r in runs]
         latest = latest_runs(runs)
@@ -415,8 +416,9 @@ def to_driver_script(layers: Sequence[Any], keep_order: bool = False) -> str:
         out.append(f"# layer {layer.id}: {p.op} {p.direction} {p.dtype} {p.layout} {shape} - "
                    f"{_plural(layer.executions, 'execution')}, {_plural(layer.finds, 'find')}, "
                    f"{_plural(layer.mentions, 'mention')}; log lines {layer.first_line}-{layer.last_line}")
-        if from_cudnn(getattr(layer, "sources", ())):
-            out.append(f"#   {TRANSLATION}")
+        note = FORMATS.translation(getattr(layer, "sources", ()))
+        if note:
+            out.append(f"#   {note}")
         for warning in layer.warnings:
             out.append("#   warning: " + visible(" ".join(warning.split())))
         argv, why = _driver_argv(p)

@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence
 
-from miotui.formats.miopen.lines import PREFIX_RE
+from miotui.formats import FORMATS
 
 #: bytes read from the job's pipe at once
 CHUNK = 1 << 20
@@ -52,18 +52,14 @@ GRACE_S = 5.0
 TAG_VARIABLE = "MIOTUI_RECORD_JOB"
 
 #: a line of the library's log (hidden from the pane: the table shows it), decided on one line's
-#: text: MIOpen's prefix anywhere (other tools' text may come first) or a cuDNN record mark
-LIBRARY_RE = PREFIX_RE.pattern + r"|^[IiWwEe]! "
+#: text by the formats (``Format.line_pattern``: MIOpen's prefix, a cuDNN record mark)
+LIBRARY_RE = FORMATS.line_pattern()
 _LIBRARY_LINE = re.compile(LIBRARY_RE.encode())
-#: the cuDNN record marks (``I!`` headers, ``i!`` fields) at a line's start
-_CUDNN_MARKS = (b"I! ", b"i! ", b"W! ", b"w! ", b"E! ", b"e! ")
 
 
 def is_library_line(line: bytes) -> bool:
     """A line MIOpen or cuDNN wrote (the table shows it; the pane and the terminal do not)."""
-    if line.startswith(b"MIOpen") or line.startswith(_CUDNN_MARKS):
-        return True
-    return b"MIOpen" in line and _LIBRARY_LINE.search(line) is not None
+    return _LIBRARY_LINE.search(line) is not None
 
 
 def exit_status(returncode: int) -> int:

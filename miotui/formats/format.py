@@ -40,13 +40,21 @@ class Format:
     asks traces first, then logs, and falls back to the first format (MIOpen's).
     ``scanner`` makes the format's scanner for a catalog and a file label; None for a
     format that only joins times to a log (``Role.KERNEL_TRACE``).  ``host_label`` finds
-    the host name or rank tag a piece of its text carries, where the format has one."""
+    the host name or rank tag a piece of its text carries, where the format has one.
+    ``sources`` are the source names its scanner gives the layers it finds (``Event.source``:
+    a layer remembers where it was seen), and ``translation`` the note shown beside a
+    MIOpenDriver command made from such a layer when the command is not the log's own.
+    ``line_pattern`` (a regular expression, searched in one line) says a line is the
+    library's own, so ``miotui record`` keeps it out of the job's pane."""
     name: str                   # the registry's key: "miopen", "cudnn", ...
     label: str                  # what the status bar and ``decode`` say: "MIOpen", "cuDNN", ...
     role: Role
     claims: Callable[[bytes], bool]
     scanner: Optional[Callable[["Catalog", str], Scanner]] = None
     host_label: Optional[Callable[[bytes], Optional[str]]] = None
+    sources: frozenset[str] = frozenset()
+    translation: Optional[str] = None
+    line_pattern: Optional[str] = None
 
 
 class FormatRegistry(tuple):
@@ -107,6 +115,25 @@ class FormatRegistry(tuple):
             catalog.formats.setdefault(fmt.label)
         assert fmt.scanner is not None
         return fmt.scanner(catalog, file)
+
+    def format_of(self, sources: Iterable[str]) -> Format:
+        """The format a layer seen in ``sources`` (its snapshot's) was read from: the first
+        other than the default that gave one of them, else the default."""
+        seen = set(sources)
+        for fmt in self[1:]:
+            if fmt.sources & seen:
+                return fmt
+        return self.default
+
+    def translation(self, sources: Iterable[str]) -> Optional[str]:
+        """The note beside the MIOpenDriver command of a layer seen in ``sources`` where the
+        command was made from another library's call (None for MIOpen's own)."""
+        return self.format_of(sources).translation
+
+    def line_pattern(self) -> str:
+        """One regular expression for a line any log format's library wrote (``miotui record``
+        hands it to the job's processes, which may not import miotui)."""
+        return "|".join(f"(?:{f.line_pattern})" for f in self if f.line_pattern)
 
     def host_label(self, data: bytes) -> Optional[str]:
         """The host name or rank tag a piece of log text carries, by the first format that finds one."""

@@ -22,7 +22,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from miotui.formats.cudnn import TRANSLATION, from_cudnn
+from miotui.formats import FORMATS
 from miotui.safe_text import visible
 from miotui.screens import detail_view as view
 from miotui.screens.messages import LayerAction, LayerChanged
@@ -174,8 +174,9 @@ class DetailScreen(Screen):
         cmd = Text()
         cmd.append("MIOpenDriver command", style="bold")
         cmd.append("  (c copy · w save · d run it · r run on the reference · R choose)\n", style="dim")
-        if from_cudnn(snap.sources):
-            cmd.append(f"{TRANSLATION}\n", style="italic")
+        note = FORMATS.translation(snap.sources)
+        if note:
+            cmd.append(f"{note}\n", style="italic")
         cmd.append(visible(snap.driver_command) or "(MIOpenDriver cannot express this layer; see warnings)",
                    style="bold green" if snap.driver_command else "yellow")
         self.query_one("#detail-command", Static).update(cmd)
@@ -210,7 +211,7 @@ class DetailScreen(Screen):
         """Worker thread: build the sections and lay them out ``width`` cells wide."""
         snap = data.snap
         time_grid = Table.grid(padding=(0, 4))
-        cudnn = from_cudnn(snap.sources)
+        cudnn = FORMATS.format_of(snap.sources).name == "cudnn"
         tables = (view.time_table(data.layer_time, snap.executions, data.latest, cudnn=cudnn),
                   view.cudnn_startup_table(snap.finds) if cudnn
                   else view.startup_table(snap.startup, snap.finds, data.totals, data.searching))

@@ -99,8 +99,8 @@ def derived_rows(problem: Any, reference_bytes: Optional[int]) -> list[tuple[str
 
 
 def choice_table(snap: Any) -> Table:
-    from miotui.formats.cudnn import from_cudnn
-    cudnn = from_cudnn(snap.sources)
+    from miotui.formats import FORMATS
+    cudnn = FORMATS.format_of(snap.sources).name == "cudnn"
     labels = CUDNN_CHOICE_LABELS + CHOICE_LABELS[1:] if cudnn else CHOICE_LABELS
     history = dict(getattr(snap, "annotation_history", ()) or ())
     ann = dict(snap.annotations)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from miotui.formats.format import Format, Role
 from miotui.formats.miopen.hosts import host_label
+from miotui.formats.miopen.lines import PREFIX_RE
 
 if TYPE_CHECKING:
     from miotui.catalog import Catalog
@@ -33,6 +34,10 @@ def make_scanner(catalog: "Catalog", file: str = "") -> "LogScanner":
     return LogScanner(catalog, file)
 
 
-FORMAT = Format(NAME, "MIOpen", Role.LOG, claims, make_scanner, host_label)
+#: a line MIOpen wrote: its prefix anywhere (other tools' text may come first), or a line
+#: starting with its name (``MIOpenDriver``'s own lines)
+LINE_PATTERN = r"^MIOpen|" + PREFIX_RE.pattern
+
+FORMAT = Format(NAME, "MIOpen", Role.LOG, claims, make_scanner, host_label, line_pattern=LINE_PATTERN)
 
 __all__ = ["FORMAT", "NAME", "claims", "make_scanner"]

@@ -8,7 +8,7 @@ from miotui.formats.rocprof.kernel_trace import Dispatch, KernelTraceError, look
 
 NAME = "rocprof"
 
-FORMAT = Format(NAME, "rocprofv3 kernel trace", Role.KERNEL_TRACE, looks_like_kernel_trace)
+FORMAT = Format(NAME, "rocprofv3 kernel trace", Role.KERNEL_TRACE, looks_like_kernel_trace, sources=frozenset({SOURCE}))
 
 
 __all__ = ["FORMAT", "NAME", "SOURCE", "CallOrder", "Dispatch", "KernelJoin", "KernelTraceError", "join_kernel_trace",
