@@ -44,6 +44,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Optional
 
 from miotui.catalog import Catalog, LayerRow
+from miotui.formats import miopen
 from miotui.formats.miopen.scan import LogScanner
 
 #: bytes read before a range to re-establish the scanner's state (a few iterations of a
@@ -162,7 +163,7 @@ def decode_range(path: str, rng: Range, last: bool) -> RangeResult:
         if rng.start == 0:
             scanner = LogScanner(catalog)
             if rng.end:
-                catalog.formats.setdefault("MIOpen")   # as ``sources.scanner_for`` notes it
+                catalog.formats.setdefault(miopen.FORMAT.label)   # as ``FormatRegistry.scanner_for`` notes it
             entry = None
         else:
             scanner = LogScanner(Catalog())
@@ -258,16 +259,16 @@ def range_workers(path: str, jobs: Optional[int] = None) -> int:
 
 def miopen_log(path: str) -> bool:
     """Whether the serial decode reads ``path`` as a MIOpen log in UTF-8 as it is: the
-    format its first chunk is told by (``sources.scanner_for``: a cuDNN log or a profiler
+    format its first chunk is told by (``miotui.formats.choose``: a cuDNN log or a profiler
     trace has scanners of its own) and the encoding its first bytes are told by (a UTF-16
     or byte-order-marked file is converted, so its byte offsets are not the text's)."""
-    from miotui.decoding.whole import scanner_for
+    from miotui.formats import choose
     from miotui.sources.encoding import SNIFF_BYTES, binary_warning, sniff
     with open(path, "rb") as fh:
         head = fh.read(_READ)
     if sniff(head[:SNIFF_BYTES]) != (0, "", "UTF-8") or binary_warning(head[:SNIFF_BYTES]):
         return False
-    return type(scanner_for(head, Catalog())) is LogScanner
+    return choose(head) is miopen.FORMAT
 
 
 def merge_ranges(results: list[RangeResult], catalog: Catalog) -> bool:

@@ -5,7 +5,7 @@ the raw-log pane's view of a file.
 Why a package that knows no log format: every format (MIOpen's, cuDNN's, a profiler's
 trace) is read from the same kinds of places, and the hard parts of reading (a file
 rotated under the reader, a UTF-16 log, a descriptor budget) must be solved once.  The
-code that turns text into layers is handed in (``miotui.formats.scanner_for``); the
+code that turns text into layers is handed in (``miotui.formats.FORMATS``); the
 import contracts forbid this package to import any format.
 """
 
