@@ -80,6 +80,13 @@ def test_every_cited_section_is_a_heading_of_docs_formats_md():
     assert not missing, "cited sections that docs/formats.md does not have:\n" + "\n".join(missing)
 
 
+def test_the_documents_own_cross_references_are_its_sections():
+    text = DOC.read_text(encoding="utf-8")
+    sections = _sections()
+    dangling = sorted({n for m in _BARE_RE.finditer(text) for n in _numbers(m.group(1))} - sections)
+    assert not dangling, f"docs/formats.md refers to sections it does not have: {dangling}"
+
+
 def test_bare_section_signs_in_a_module_that_cites_the_document_are_its_sections():
     """A module whose docstring cites docs/formats.md says ``§7.3`` further down for the same
     document; those must exist too (issue numbers' sections, ``issue 19 §6``, are not)."""
