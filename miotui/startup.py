@@ -4,7 +4,7 @@ searches, kernels compiled or loaded from the binary cache, and how long each to
 MIOpen does its expensive work the first time it meets a problem: a Find measures the
 solvers (unless the Find-Db already has the answer), a tuning search tries hundreds of
 kernel configs, and every kernel not in the binary cache is compiled.  Its level lines
-say so (``miopen_formats_2026.md`` §1.5); ``miotui.formats.miopen.startup_lines`` reads them and the
+say so (``docs/formats.md`` §10); ``miotui.formats.miopen.startup_lines`` reads them and the
 scanner attributes each fact to the layer the surrounding lines name.  This module keeps
 the counts: per layer (``LayerStartup``), for the whole log (``StartupTotals``, with what
 could not be attributed), the searches in progress (for a live view while following) and

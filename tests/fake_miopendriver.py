@@ -6,7 +6,7 @@ It stands in for AMD's ``MIOpenDriver`` so the miopen-driver backend's real code
 parsing) can be tested on machines without ROCm.  It reads the argv the real driver
 would get (``conv -n 1 ... -F 1 -V 1 -t 1 -i 10``) and prints what the real driver
 prints for it, in the wording of the MIOpen version selected by an env var
-(the MIOpen log-format notes (``miopen_formats.md`` §6), from MIOpen's ``driver/*.hpp``):
+(``docs/formats.md`` §9, from MIOpen's ``driver/*.hpp``):
 
 FAKE_MIOPEN_STYLE (default ``rocm61``)
     ``rocm61``  MIOpen >= 3.1: ``PRNG seed``, ``Algorithm: N, Solution: id/name``,
@@ -163,7 +163,7 @@ def run_conv(base: str, flags: dict[str, str], style: str) -> int:
 
 
 def run_other(base: str, flags: dict[str, str], style: str) -> int:
-    """pool, bnorm, activ, lrn, softmax: their HEAD lines (§6.3)."""
+    """pool, bnorm, activ, lrn, softmax: their HEAD lines (§9.6)."""
     n, c, h, w = geti(flags, "n", 32), geti(flags, "c", 3), geti(flags, "H", 32), geti(flags, "W", 32)
     if "W" in flags and "x" in flags.get("W", ""):   # pool --input NxCxHxW[,layout]
         dims = [int(v) for v in flags["W"].split(",")[0].split("x")]

@@ -1,7 +1,7 @@
 """MIOpenDriver's stdout, every version: the results of one run.
 
 MIOpenDriver prints, per direction it runs, the algorithm/solver it used, the kernel
-time, a ``stats:`` line and a verification verdict (``miopen_formats.md`` §6).  Each line
+time, a ``stats:`` line and a verification verdict (``docs/formats.md`` §9).  Each line
 is recognised by ``miotui.driver.output_lines.parse_output_line``; this module gathers
 the lines of one run into a ``DriverOutput``, what the miopen-driver backend reads after
 running a command.  ``miotui.formats.miopen.driver_output.DriverLogTracker`` finds driver runs
@@ -251,7 +251,7 @@ class _OutputBuilder:
 
     def _run_error_targets(self, which: str, rc: Optional[str]) -> list[_ResultBuilder]:
         """RunForwardGPU -> the forward result; RunBackwardGPU -> backward data and/or weights
-        (the conv driver ORs the weights error code shifted by 16 bits, §5.1)."""
+        (the conv driver ORs the weights error code shifted by 16 bits, docs/formats.md §8.2)."""
         code: Optional[int] = None
         if rc:
             try:

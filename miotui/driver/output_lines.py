@@ -3,8 +3,8 @@
 The wording changed many times between 2017 and 2026 (``Verifies on CPU and GPU`` ->
 ``Verifies OK on GPU reference (e < tol)``, ``Failed:`` -> ``FAILED:``, ``MIOpenDriver:``
 -> ``MIOpenDriver``, ``(average)`` added, ``Solution: id/name`` added, ...), and the
-numbers are not always where the headers say (``miopen_formats.md`` §6.2 "stats field
-order pitfalls").  ``parse_output_line`` recognises every form; ``miotui.driver.output``
+numbers are not always where the headers say (``docs/formats.md`` §9.3).  ``parse_output_line``
+recognises every form; ``miotui.driver.output``
 puts the lines of a whole run together and ``miotui.formats.miopen.driver_output`` finds runs in logs.
 """
 

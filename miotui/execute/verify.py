@@ -5,7 +5,7 @@ checked backend's: a direct tap sum for convolutions, formulations of their own 
 the other kinds; its name travels with the result (``Verification.reference``).
 
 MIOpenDriver decides "Verifies OK" / "FAILED" per layer kind with its own metric and
-tolerance (``miopen_formats.md`` §6.2-6.3, ``driver/*_driver.hpp``):
+tolerance (``docs/formats.md`` §9.5, ``driver/*_driver.hpp``):
 
 * convolution: ``miopen::rms_range`` (RMS of the difference over the largest
   magnitude in either buffer) against ``GetDefaultTolerance``: 1.5e-6 for 4- and 1-byte

@@ -3,7 +3,7 @@
 Why this exists: real MIOpen logs in public issues are short excerpts, while miotui has
 to cope with multi-gigabyte logs of whole training runs (and needs a log for
 ``miotui --demo``).  This module writes such logs, in the shapes MIOpen really prints
-(see the MIOpen log-format notes, ``miopen_formats.md`` §1-§4, §8, and the real excerpts in
+(see the MIOpen log formats, ``docs/formats.md`` §2-§5, and the real excerpts in
 ``tests/data/real_logs/``), at any size and deterministically from a seed.
 
 Five formats, each modelled on one MIOpen release and a framework typical of it:

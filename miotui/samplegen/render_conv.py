@@ -62,7 +62,7 @@ class ConvCalls(StartupCalls):
         return self.block(self._CONV_API[d][2], values, call.thread)
 
     def _problem_key(self, layer: ConvLayer, direction: str, sep: str) -> str:
-        """Find-db key (``sep='-'``) or network config (``sep='x'``) of ROCm 5.7 (§7.3, §7.4)."""
+        """Find-db key (``sep='-'``) or network config (``sep='x'``) of ROCm 5.7 (docs/formats.md §7.1, §7.2)."""
         x, y, r = layer.x, layer.y, layer.r
         p, s = layer.pad, layer.stride
         (ic, ih, iw), (oc, oh, ow) = ((x.c, x.h, x.w), (layer.k, y.h, y.w))

@@ -4,8 +4,8 @@ searches with their heartbeats, and, in every iteration, each convolution's
 ``LogConvolutionExecution`` line with the Find-Db time of the solution it ran.
 
 Why this exists: the question a ROCm user asks first is "why is my first iteration so
-slow", and the log's answer is spread over these lines (``miopen_formats_2026.md`` §1.2,
-§1.5).  ``miotui --demo`` replays such a log so that the startup view has something to
+slow", and the log's answer is spread over these lines (``docs/formats.md``
+§10.2).  ``miotui --demo`` replays such a log so that the startup view has something to
 show, and the tests decode it against what was generated.
 
 Modelling choices, stated because a reader of the log can see them:
@@ -15,7 +15,7 @@ Modelling choices, stated because a reader of the log can see them:
   Find-Db record (``Find-db regenerating.``), and a solver the Perf-Db has no record for is
   tuned; here that is the first problem each tunable solver meets (four searches).
 * A Find measures the chosen solver and one to three others, worst first (each
-  ``EvaluateInvokers`` line improves on the best so far, as the §1.5 form shows).
+  ``EvaluateInvokers`` line improves on the best so far, as the §10.2 form shows).
 * A kernel is built once per process for each (file, build options): the first time MIOpen
   needs it, the binary cache either has it (``Successfully loaded``, about 40% of them:
   built by an earlier job) or it is compiled (``Unable to load`` ... ``Saving binary``, the

@@ -1,4 +1,4 @@
-"""Find-Db / Perf-Db text records (miopen_formats.md §7.2) -> one sighting per record."""
+"""Find-Db / Perf-Db text records (docs/formats.md §6.2) -> one sighting per record."""
 
 from __future__ import annotations
 

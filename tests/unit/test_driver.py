@@ -190,7 +190,7 @@ def test_bad_commands_are_rejected_with_a_message(bad):
         parse_driver_command(bad)
 
 
-# ---------------------------------------------------------------- MIOpen logging bugs (§3)
+# ---------------------------------------------------------------- MIOpen logging bugs (docs/formats.md §4.3)
 
 def test_bnorm_dash_M_corrected():
     pc = parse_driver_args("bnorm -n 4 -c 8 -H 2 -W 2 -M 1 --forw 1 -b 0".split(), log_fn="LogCmdBNorm")

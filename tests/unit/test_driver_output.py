@@ -1,4 +1,4 @@
-"""MIOpenDriver stdout of every version (miopen_formats.md §6, §12.1, §12.5) and driver runs inside logs."""
+"""MIOpenDriver stdout of every version (docs/formats.md §8.2, §9) and driver runs inside logs."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_17_2017_interrupted_fwd_bwd():
     assert out.command.startswith("conv -H 14")
     fwd, bwd = out.result("fwd"), out.result("bwd")
     assert (fwd.algorithm, fwd.kernel_ms, fwd.kernel_ms_kind) == (1, 3.43388, "single")
-    assert (fwd.verdict, fwd.error, fwd.reference) == ("ok", None, "CPU")   # §12.5: no number in 2017
+    assert (fwd.verdict, fwd.error, fwd.reference) == ("ok", None, "CPU")   # §9.4: no number in 2017
     assert (bwd.algorithm, bwd.kernel_ms, bwd.verdict) == (0, 104.385124, None)
     assert out.result("wrw") is None and out.verdict == "ok"
 
@@ -339,7 +339,7 @@ ERAS = ("2017", "2018", "2019", "2021", "2023", "2025")
 
 def _render(era: str, direction: str, algo: int, sid: int, name: str, ms: float, verdict: str, err: float,
             tol: float, ref: str) -> str:
-    """Driver text of one conv direction as MIOpen ``era`` printed it (from §6.2's version table)."""
+    """Driver text of one conv direction as MIOpen ``era`` printed it (from §9.4's version table)."""
     what = {"fwd": "Forward", "bwd": "Backward Data", "wrw": "Backward Weights"}[direction]
     vwhat = {"fwd": "Forward Convolution", "bwd": "Backward Convolution Data",
              "wrw": "Backward Convolution Weights"}[direction]
@@ -452,7 +452,7 @@ def test_tracker_18_22_34_38_39():
 def test_tracker_24_31_pool_and_bnorm():
     events = scan(_log("24"))
     (s,) = executions(events)
-    assert (s.problem.op, s.problem.direction, s.problem.mode) == ("pool", "bwd", "max")   # §12.1: -F 2 = bwd only
+    assert (s.problem.op, s.problem.direction, s.problem.mode) == ("pool", "bwd", "max")   # §8.2: -F 2 = bwd only
     assert ann(events, "driver_verdict") == ["FAILED"] and ann(events, "driver_kernel_ms") == ["0.003839"]
 
     events = scan(_log("31"))

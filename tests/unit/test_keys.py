@@ -1,4 +1,4 @@
-"""Find-Db keys, network configs and problem strings -> ConvProblem (miopen_formats.md §7.3, §7.4, §12.2-12.3)."""
+"""Find-Db keys, network configs and problem strings -> ConvProblem (docs/formats.md §7.1-7.3)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from miotui.formats.miopen.keys import (
 )
 from miotui.problems import ConvProblem, ProblemError
 
-# ---------------------------------------------------------------- real keys (§10, shipped dbs, real logs)
+# ---------------------------------------------------------------- real keys (§7.1, shipped dbs, real logs)
 
 def test_forward_key_2d():
     d = decode_db_key("192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F")
@@ -109,7 +109,7 @@ def test_malformed_keys_raise_a_clear_value_error(key, why):
     assert str(e.value)
 
 
-# ---------------------------------------------------------------- network configs, every era (§7.4)
+# ---------------------------------------------------------------- network configs, every era (§7.2)
 
 def test_network_config_newest_with_alpha_beta_case():
     d = decode_network_config("64x256x256x3x3x64x256x256x32xNHWCxNHWCxNHWCxBF16x1x1x1x1x1x1x1xFxDefault")
@@ -128,7 +128,7 @@ def test_network_config_2020_and_int8():
 
 
 def test_network_config_2019_direction_bit():
-    # §12.2: x1 = forward; x0 = backward data or weights
+    # §7.2: x1 = forward; x0 = backward data or weights
     (p,) = decode_network_config("32x32x32x3x3x32x30x30x100xNCHWxFP32x0x0x1x1x1x1x1x1").problems
     assert (p.direction, p.n, p.c, p.k, p.in_spatial) == ("fwd", 100, 32, 32, (32, 32))
     d = decode_network_config("32x30x30x3x3x32x32x32x100xNCHWxFP32x0x0x1x1x1x1x1x0")
@@ -226,7 +226,7 @@ def test_transposed_forward_key_reads_as_backward_data_and_names_the_other_readi
 
 
 def _config_for(p: ConvProblem, era: str) -> str:
-    """The network config MIOpen of ``era`` would print (written from §7.4, independently of keys.py)."""
+    """The network config MIOpen of ``era`` would print (written from §7.2, independently of keys.py)."""
     if p.direction == "fwd":
         first, second = (p.c,) + p.in_spatial, (p.k,) + p.out_spatial
         layouts = (p.in_layout, p.fil_layout, p.out_layout)

@@ -1,4 +1,4 @@
-"""Level lines (miopen_formats.md §4, §12.4) -> sightings and annotations."""
+"""Level lines (docs/formats.md §5, §5.3) -> sightings and annotations."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_looking_for_key_both_spellings():
     assert isinstance(s, Sighting) and (s.role, s.source) == ("mention", "info")
     assert (s.problem.c, s.problem.k, s.problem.n) == (192, 32, 16)
     (s2,) = D.decode("Info", "FindRecordUnsafe", "Looking for key: 192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F")
-    assert s2.problem == s.problem  # 2018 spelling (§12.4)
+    assert s2.problem == s.problem  # 2018 spelling (§5.3)
     (s3,) = D.decode("Info2", "Prefetch", "Looking for key 192-28-28-5x5-32-26-26-16-1x1-1x1-1x1-0-NCHW-FP32-F "
                                           "in cache for file /x y/z.ufdb.txt")
     assert s3.problem == s.problem

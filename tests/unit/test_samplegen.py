@@ -2,7 +2,7 @@
 
 The generated logs stand in for real multi-gigabyte training logs in the decoder tests and
 benchmarks, so what is checked here is that each format has exactly the line shapes MIOpen
-prints (miopen_formats.md §1-§4, §8; the real excerpts in tests/data/real_logs/), that the
+prints (docs/formats.md §2-§5; the real excerpts in tests/data/real_logs/), that the
 text agrees with the generator's own ground truth, and that output is deterministic.
 """
 
@@ -22,7 +22,7 @@ from miotui.samplegen import SampleSpec, generate_text, ground_truth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# §1 prefix regex (tolerates every version since 2.0); old 1.x params have no prefix.
+# §2.2 prefixes (every version since 2.0); old 1.x params have no prefix.
 PREFIX = re.compile(r"^(?:(?P<tid>\d+) )?MIOpen(?:\((?P<backend>HIP|OpenCL)\))?(?P<elapsed> *\d+\.\d{3})?: "
                     r"(?P<body>.*)$")
 HEADER = re.compile(r"^miopenStatus_t (miopen\w+)\(([^()]*)\)\{$")
@@ -150,7 +150,7 @@ def test_ground_truth_counts():
 
 
 # --------------------------------------------------------------------------------------
-# line shapes per format (§1-§4)
+# line shapes per format (§2-§5)
 # --------------------------------------------------------------------------------------
 
 def test_trace2018_shapes():
@@ -325,7 +325,7 @@ def test_info_shapes(level):
     assert re.search(r"^Info \[FindConvolution\] miopenConvolutionFwdAlgo\w+\t[\d.e-]+\t\d+$", joined, re.M)
     assert re.search(r"^Info \[ConvolutionForward\] algo = \d, workspace = \d+$", joined, re.M)
     if level == 6:
-        # network config (§7.4) and find-db key (§7.3) of ROCm 5.7
+        # network config (§7.2) and find-db key (§7.1) of ROCm 5.7
         assert re.search(r"^Info2 \[GetInvoker\] Returning an invoker for problem "
                          r"3x224x224x7x7x64x112x112x32xNCHWxFP32x3x3x2x2x1x1x1xF and algorithm "
                          r"miopenConvolutionFwdAlgo\w+$",

@@ -50,7 +50,7 @@ def summary(catalog: Catalog) -> list[tuple]:
     return sorted((s.driver_command, s.executions, s.finds, s.mentions) for s in catalog.layers())
 
 
-# ---------------------------------------------------------------- prefixes (§1)
+# ---------------------------------------------------------------- prefixes (docs/formats.md §2.2)
 
 @pytest.mark.parametrize("line, tid, body", [
     ("MIOpen(HIP): Info [X] y", "", "Info [X] y"),
@@ -205,7 +205,7 @@ def test_decode_cli_unreadable_path_exits_2(tmp_path):
     assert r.returncode == 2 and "missing.log" in r.stderr
 
 
-# ---------------------------------------------------------------- legacy Find at Info level (§4)
+# ---------------------------------------------------------------- legacy Find at Info level (docs/formats.md §5.3)
 
 _FIND_INFO = """\
 MIOpen(HIP): Info [FindConvFwdAlgorithm] requestAlgoCount = 1, workspace = 0

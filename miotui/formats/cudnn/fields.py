@@ -1,6 +1,6 @@
 """A cuDNN record's header and body read into plain values.
 
-The body grammar (``cudnn_formats.md`` §1.2): ``name: type=T; val=V;`` (a value),
+The body grammar (``docs/formats.md`` §11.2): ``name: type=T; val=V;`` (a value),
 ``name: type=T:`` (a nested block, its lines indented 4 more spaces), ``name: location=dev;
 addr=0x…;`` (a pointer), ``[i]: …`` (array elements), and a ``Time:``/``Process=`` trailer.
 The same body comes with an ``i!``/``w!``/``e!`` tag (cuDNN 7-9), with no tag (the

@@ -1,6 +1,6 @@
 """A cuDNN log into the catalog: records framed, layer calls decoded, sightings counted.
 
-How records become counts (``cudnn_formats.md`` §1.2-1.3):
+How records become counts (``docs/formats.md`` §11.2-11.3):
 
 * one ``cudnnBackendExecuteInternal()`` record is one convolution run (cuDNN 9, both of
   PyTorch's paths); where a log has none (cuDNN 7/8), each legacy

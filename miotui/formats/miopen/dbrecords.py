@@ -1,8 +1,8 @@
 """Find-Db and Perf-Db text records -> one sighting per record.
 
 A db file (``*.fdb.txt``, ``*.ufdb.txt``, ``*.pdb.txt``, ``*.udb.txt``, ``*.db.txt``)
-is one record per line, ``<key>=<id>:<values>[;<id>:<values>...]`` (``miopen_formats.md``
-§7.2).  The key names a convolution problem (decoded by ``miotui.formats.miopen.keys``); the
+is one record per line, ``<key>=<id>:<values>[;<id>:<values>...]`` (``docs/formats.md``
+§6.2).  The key names a convolution problem (decoded by ``miotui.formats.miopen.keys``); the
 items say, per algorithm or solver, how fast MIOpen found it (Find-Db) or which tuned
 parameters it stored (Perf-Db).  Users paste these files into bug reports and the
 scanner meets their lines among log text, so a record becomes one ``mention`` of its
@@ -145,7 +145,7 @@ def parse_db_items(values: str) -> tuple[list[DbItem], list[str]]:
             continue
         ident = part.partition(":")[0].strip()
         if ident in seen:
-            continue  # MIOpen ignores duplicate ids in a record (§7.2)
+            continue  # MIOpen ignores duplicate ids in a record (§6.2)
         seen.add(ident)
         items.append(item)
     return items, warnings

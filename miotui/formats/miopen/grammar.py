@@ -1,7 +1,7 @@
 """Grammars for the descriptor values MIOpen prints in its API trace.
 
-An API-trace parameter line shows a descriptor by its *contents* (``miopen_formats.md``
-§2.2), in a format that changed over the years: tensors went from ``1, 96, 2, 3`` to
+An API-trace parameter line shows a descriptor by its *contents* (``docs/formats.md``
+§3.2), in a format that changed over the years: tensors went from ``1, 96, 2, 3`` to
 ``{1, 24, 340, 340}, {2774400, 115600, 340, 1}, packed, `` (ROCm 5.5), convolution
 descriptors from ``miopenConvolution, 2, 2, 1, 1, 1, 1, `` to ``conv2d, miopenConvolution,
 miopenPaddingDefault, {1, 1}, {1, 1}, {1, 1}, `` (MIOpen 1.8).  The grammars below accept
@@ -17,7 +17,7 @@ takes 0.3-0.5 ms, a regular expression 4 us, a memo hit 0.3 us.  A log whose sha
   failures), so nothing is parsed twice;
 * the two hot formats (tensor and convolution descriptors, both versions) and the
   ``{ 1 2 3 }`` vectors are first tried with a strict regular expression (the exact
-  shapes MIOpen prints, §9 step 2); only text the regex rejects goes to the pyparsing
+  shapes MIOpen prints, §3.2); only text the regex rejects goes to the pyparsing
   grammar, which is whitespace-tolerant and produces the error message;
 * the rarer descriptors (pooling, activation, LRN, softmax, Find-2.0 tensor lists) use
   pyparsing directly.
@@ -429,7 +429,7 @@ def _conv_fast(s: str) -> Optional[ConvDesc]:
 
 @_memo
 def parse_conv(text: str) -> ConvDesc:
-    """Either convolution-descriptor format (§2.2)."""
+    """Either convolution-descriptor format (§3.2)."""
     s = text.strip()
     fast = _conv_fast(s)
     if fast is not None:

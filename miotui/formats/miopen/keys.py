@@ -3,21 +3,21 @@
 MIOpen names a convolution problem three ways besides its API trace and driver
 commands, and each shows up in logs and database files:
 
-* the **Find-Db / Perf-Db key** (``miopen_formats.md`` §7.3), e.g.
+* the **Find-Db / Perf-Db key** (``docs/formats.md`` §7.1), e.g.
   ``576-4-4-1x1-192-4-4-8-1x1-2x2-3x3-0-NCHW-FP32-F_g2``: the key of every record in a
   ``*.fdb.txt``/``*.pdb.txt``/``*.udb.txt`` file and of ``Looking for key`` /
   ``SetValues`` level lines;
-* the **network config** (§7.4), e.g.
+* the **network config** (§7.2), e.g.
   ``64x256x256x3x3x64x256x256x32xNHWCxNHWCxNHWCxFP32x1x1x1x1x1x1x1xFxDefault``: the
   kernel-cache and invoker key of ``Returning an invoker for problem ...`` lines.  Its
   shape changed four times (2017: no geometry; 2019: a trailing ``x1``/``x0`` for
-  forward/backward (§12.2); 2020: ``xF``/``xB``/``xW``; ROCm 6: ``xDefault``);
+  forward/backward (§7.2); 2020: ``xF``/``xB``/``xW``; ROCm 6: ``xDefault``);
 * the **problem string** of ``Info [LogConvolutionExecution]`` (2026), which is just
   MIOpenDriver arguments (``conv -n 100 -c 3 ...``) and is read by ``miotui.driver``.
 
 The key and the network config store a backward problem with the tensors swapped
 (first block = dy, second block = dx/x, §7.3), and a transposed convolution's forward
-pass is stored as a backward-data problem of the equivalent normal convolution (§12.3):
+pass is stored as a backward-data problem of the equivalent normal convolution (§7.3):
 the key alone cannot tell the two apart, so decoding a ``B`` key says so in a warning.
 
 All three decoders return a ``DecodedKey`` (problems + warnings) or raise
@@ -219,7 +219,7 @@ _SUFFIX_RE = re.compile(r"_(g|ci|cw|co)([A-Za-z0-9]+)")
 
 
 def decode_db_key(key: str) -> DecodedKey:
-    """A Find-Db / Perf-Db problem key (§7.3) -> one ConvProblem.
+    """A Find-Db / Perf-Db problem key (§7.1) -> one ConvProblem.
 
     Accepts 2-D and 3-D keys, one or three layouts, one or three type names, and the
     ``_g<G>``/``_ci<T>``/``_cw<T>``/``_co<T>`` suffixes.
@@ -292,10 +292,10 @@ def decode_db_key(key: str) -> DecodedKey:
 # ----------------------------------------------------------------------------- network config
 
 def decode_network_config(text: str, direction_hint: Optional[str] = None) -> DecodedKey:
-    """A kernel-cache / invoker network config (§7.4) of any era -> one ConvProblem.
+    """A kernel-cache / invoker network config (§7.2) of any era -> one ConvProblem.
 
     ``direction_hint`` (``fwd``/``bwd``/``wrw``, e.g. from the algorithm name on the
-    same line) settles the 2019 form's ``x0`` ("backward data or weights", §12.2).
+    same line) settles the 2019 form's ``x0`` ("backward data or weights", §7.2).
     """
     s = text.strip()
     if not s:

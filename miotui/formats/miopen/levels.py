@@ -4,7 +4,7 @@ At ``MIOPEN_LOG_LEVEL`` 5-6 MIOpen explains what it does with each convolution: 
 algorithm a run uses (``algo = 3, workspace = 0``), what a Find measured and chose
 (``FW Chosen Algorithm: ...``), which Find-Db record it looked up or wrote, which
 invoker it reused.  Several of those lines also *name* the problem, as a Find-Db key
-or a network config (``miopen_formats.md`` §4, §7.3-7.4), which is the only place a
+or a network config (``docs/formats.md`` §5, §7.1-7.2), which is the only place a
 log of only level lines says what the layer was.  This module turns them into:
 
 * ``Sighting`` for lines that name a problem: a ``mention`` for a Db lookup or write or an

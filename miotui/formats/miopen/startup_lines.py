@@ -6,7 +6,7 @@ threads) and, since 2026, the wall-clock time (``MIOPEN_ENABLE_LOGGING_DATE_TIME
 ``MIOpen(HIP) (2026-11-23T20:00:00.123Z): ``).  The date wins where both are present; else
 the elapsed fields are summed.  Without either, nothing has a duration.
 
-The lines (``miopen_formats_2026.md`` §1.5; ``binary_cache.cpp``, ``generic_search.hpp``,
+The lines (``docs/formats.md`` §10.2; ``binary_cache.cpp``, ``generic_search.hpp``,
 ``find_db.hpp``, ``find_controls.cpp``): kernel binaries loaded from the cache, or not and
 then saved after a compile; a developer build's ``Compile Time, ms``; a tuning search's start,
 heartbeat and end; ``Find-db regenerating.`` (a Find that measures the solvers); each solver a

@@ -1,14 +1,14 @@
 """Decode MIOpen API-trace blocks (``MIOPEN_ENABLE_LOGGING=1``) into problems.
 
 One block is the header ``miopenStatus_t miopenConvolutionForward(...){`` plus its
-``name = value`` lines (``miopen_formats.md`` §2).  A block shows descriptors by their
+``name = value`` lines (``docs/formats.md`` §3).  A block shows descriptors by their
 contents but never the element type, so the decoder is *stateful per log*: it remembers
 the ``dataType`` of earlier ``miopenSet*TensorDescriptor`` calls (keyed by lengths and
 strides), the last pooling/activation/LRN descriptor set-up, fusion plans being built,
 and Find-2.0 problems and solutions by the address MIOpen prints for them.
 
 Convolutions are described exactly as MIOpen's own ``Command`` line would describe the
-same call (§3.2, §9): x is the API's x for forward and backward-weights and the API's
+same call (§3.4, §4.2): x is the API's x for forward and backward-weights and the API's
 dx for backward-data; K is ``w[0]``, or ``w[1]*G`` for a transposed convolution; the
 layouts come from the strides the way ``TensorDescriptor::GetLayout_str`` derives them.
 So an API block and the Command line it causes give the same ``ConvProblem``.
@@ -271,7 +271,7 @@ class TraceDecoder(PlanHandlers):
             self._state_changed()
 
     def _set_tensor(self, name: str, p: BlockParams) -> list[Event]:
-        """Remember a Set*TensorDescriptor's data type (the only place it is printed, §2.4)."""
+        """Remember a Set*TensorDescriptor's data type (the only place it is printed, §3.3)."""
         dt = p.opt_int("dataType")
         if dt is None or dt not in DATA_TYPES:
             return []
@@ -328,7 +328,7 @@ class TraceDecoder(PlanHandlers):
 
     def _conv_problem(self, direction: str, x: TensorDesc, w: TensorDesc, conv: ConvDesc,
                       y: Optional[TensorDesc], warnings: list[str], dtype: str = "") -> ConvProblem:
-        """A ConvProblem exactly as MIOpen's Command line describes the call (§3.2)."""
+        """A ConvProblem exactly as MIOpen's Command line describes the call (§3.4)."""
         nd = conv.spatial_dim
         if nd not in (2, 3):
             raise BlockError(f"conv{nd}d is not a 2-D or 3-D convolution")
@@ -415,7 +415,7 @@ class TraceDecoder(PlanHandlers):
         param_desc = opt_tensor(p, "estMeanDesc", "savedMeanDesc", "bnScaleBiasMeanVarDesc",
                                  "bnScaleBiasDiffDesc", "scaleDesc")
         param_dtype = (self.dtype_of(param_desc) if param_desc is not None else None) or dtype
-        # Driver meaning (§3.4): -s = saved mean/inv-variance, -r = running mean/variance.
+        # Driver meaning (§4.3): -s = saved mean/inv-variance, -r = running mean/variance.
         if direction == "fwd_infer":
             running = p.nonnull("estimatedMean") and p.nonnull("estimatedVariance")
             save = False

@@ -22,7 +22,7 @@ from miotui.formats.miopen.grammar import (
 )
 from miotui.problems import Problem, ProblemError, default_layout
 
-#: miopenDataType_t -> our dtype names (§2.2).  Int32/Int64 tensors are not layers we run.
+#: miopenDataType_t -> our dtype names (docs/formats.md §3.3).  Int32/Int64 tensors are not layers we run.
 DATA_TYPES = {0: "fp16", 1: "fp32", 2: "unknown", 3: "int8", 4: "int8", 5: "bf16", 6: "fp64",
               7: "fp8", 8: "bf8", 9: "unknown"}
 
@@ -232,8 +232,8 @@ def make_problem(make: Callable[[], Problem]) -> Problem:
 
 # ----------------------------------------------------------------------------- which API is which op
 
-#: conv API -> (direction, role).  CONV_TENSORS gives its x/w/y parameter names in §9 step 3's
-#: sense: the tensors MIOpen's Command line describes the call by.
+#: conv API -> (direction, role).  CONV_TENSORS gives its x/w/y parameter names in the
+#: sense of docs/formats.md §3.4: the tensors MIOpen's Command line describes the call by.
 X_FWD, W_FWD, Y_FWD = ("xDesc", "inputTensorDesc"), ("wDesc", "filterDesc"), ("yDesc", "ydesc")
 X_BWD, W_BWD, Y_BWD = ("dxDesc",), ("wDesc",), ("dyDesc",)
 X_WRW, W_WRW, Y_WRW = ("xDesc",), ("dwDesc",), ("dyDesc",)
