@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from miotui.execute import oracle, reference
-from miotui.execute.driver_backend import launch_driver
+from miotui.execute.driver_backend import DriverBackend, launch_driver
 from miotui.execute.guard import batch_override, check_memory, not_modelled, validate
 from miotui.execute.planning import resolve_auto
 from miotui.execute.protocol import TIMES_KEPT, InProcessBackend, RunResult, RunSettings, rates
@@ -153,9 +153,11 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
         backend = get_backend(name)
         if isinstance(backend, InProcessBackend):
             res = _run_in_process(backend, problem, settings, cancel, on_progress)
-        else:   # MIOpenDriver (the batch is applied already: launch_driver finds N = batch)
+        elif isinstance(backend, DriverBackend):   # (the batch is applied already: launch_driver finds N = batch)
             res = launch_driver(problem, settings, on_progress or (lambda _l: None),
                                 cancel if cancel is not None else threading.Event())
+        else:
+            raise TypeError(f"the runner has no way to run a {type(backend).__name__}")
     except KeyboardInterrupt:
         raise
     except MemoryError:
