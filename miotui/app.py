@@ -34,8 +34,9 @@ from textual.message import Message
 from textual.screen import Screen
 
 from miotui.catalog import Catalog
+from miotui.execute.planning import ALL, not_applicable
 from miotui.formats import FORMATS
-from miotui.run_queue import ALL, RunBook, RunRequest, execute, not_applicable
+from miotui.run_queue import RunBook, RunRequest, execute
 from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen

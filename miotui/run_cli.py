@@ -162,14 +162,10 @@ def run_main(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     if ns.script:
         return _script(ns, problems)
-    from miotui.execute.backends import BACKENDS
+    from miotui.execute.planning import backend_names, plan_request
     from miotui.execute.runner import run_layer
-    from miotui.run_queue import plan_backends
 
-    if ns.backend == "all":
-        names = list(BACKENDS)
-    else:
-        names = [ns.backend]
+    names = backend_names((ns.backend,))
     cancel = threading.Event()
     blocks: list[dict[str, Any]] = []
     exit_code = EXIT_OK
@@ -177,10 +173,8 @@ def run_main(ns: argparse.Namespace) -> int:
     try:
         for problem in problems:
             rows: list[tuple[str, Any, str]] = []   # (backend, result or None, why it does not apply)
-            skips = dict(plan_backends(problem, tuple(names), _settings(ns, "all", None))) \
-                if ns.backend == "all" else {}
-            for name in names:
-                skip = skips.get(name, "")
+            # as the app plans: side by side each backend is asked first; one named runs and says why not
+            for name, skip in plan_request(problem, (ns.backend,), _settings(ns, ns.backend, None)):
                 if skip:
                     rows.append((name, None, skip))
                     continue

@@ -7,10 +7,9 @@ runner for fresh results (``use_cache=False``) and every result is kept, with wh
 ran and with which settings, so the detail screen can show how the numbers moved.  A
 result that does come from a cache (``RunResult.cached``) is shown as such.
 
-Why a plan before running: in a side-by-side run, a backend that cannot run a layer
-(numba has direct kernels only for depthwise/grouped convolutions and pooling; torch
-has no int8; MIOpenDriver is not installed) is listed as ``n/a`` with the reason, never
-as a row named after it that ran something else.
+Which backends a request runs (side by side, each is asked first whether it applies;
+``auto``) is planned in :mod:`miotui.execute.planning`, as ``miotui run`` plans it: this
+module keeps the queue and the book-keeping.
 
 :class:`RunBook` is used from the UI thread only; :func:`execute` runs in a worker and
 reports through a callback (the app turns each report into a Textual message).
@@ -25,14 +24,13 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from miotui.execute.planning import not_applicable, plan_request
 from miotui.views.run_summary import latest_per_backend
 
 #: results kept per layer (older ones are dropped)
 HISTORY_KEPT = 50
 #: MIOpenDriver output lines kept in a panel's buffer between two repaints
 LINES_BUFFERED = 20_000
-#: backend tuple meaning "every backend, side by side"
-ALL = ("*all*",)
 
 
 class LineBuffer:
@@ -208,38 +206,7 @@ class RunBook:
 
 # ---------------------------------------------------------------------- the work (a worker thread)
 
-def plan_backends(problem: Any, names: tuple[str, ...], settings: Any) -> list[tuple[str, str]]:
-    """``[(backend, why it does not apply or "")]`` for the backends asked for (``ALL``:
-    every backend).  ``auto`` is left to the runner (it picks numba or numpy)."""
-    from miotui.execute.backends import BACKENDS, find_driver, get_backend
-    wanted = list(BACKENDS) if tuple(names) == ALL else list(names)
-    plan: list[tuple[str, str]] = []
-    for name in wanted:
-        why = ""
-        if name == "miopen-driver":
-            path, how = find_driver(settings)
-            why = "" if path else how
-        elif name in BACKENDS:
-            try:
-                backend = get_backend(name)
-                why = backend.unavailable() or backend.applies(problem) or ""
-                kernels_apply = getattr(backend, "kernels_apply", None)
-                if not why and name == "numba" and kernels_apply is not None and not kernels_apply(problem):
-                    why = ("numba's direct kernels do not apply to this layer (they cover depthwise and "
-                           "grouped convolutions and pooling); the numpy reference covers it")
-            except Exception as e:     # a broken backend module is a reason, not a crash
-                why = f"{type(e).__name__}: {e}"
-        plan.append((name, why))
-    return plan
-
-
 Emit = Callable[[str, Any], None]
-
-
-def not_applicable(problem: Any, settings: Any, backend: str, why: str, status: str = "n/a") -> Any:
-    from miotui.execute.backends import RunResult
-    return RunResult(backend=backend, problem=problem, settings=replace(settings, backend=backend),
-                     status=status, message=why)
 
 
 def execute(req: RunRequest, emit: Emit) -> None:
@@ -262,11 +229,7 @@ def _execute(req: RunRequest, emit: Emit) -> None:
         emit("result", not_applicable(req.problem, req.settings, req.label or "run",
                                       f"the execution backends failed to load ({e})", "error"))
         return
-    if req.kind == "driver" or req.backends == ("auto",):
-        plan = [(b, "") for b in req.backends]     # asked for by name: its own error says why not
-    else:
-        plan = plan_backends(req.problem, req.backends, req.settings)
-    for backend, why in plan:
+    for backend, why in plan_request(req.problem, req.backends, req.settings):
         if req.cancel.is_set():
             emit("result", not_applicable(req.problem, req.settings, backend, "cancelled before it started",
                                           "cancelled"))

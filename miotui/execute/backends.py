@@ -16,9 +16,10 @@ except MIOpenDriver, which makes its own inputs and checks itself: its verdict i
 from its output.
 
 This module only gathers names from where they live: :mod:`protocol` (RunSettings,
-RunResult, Backend), :mod:`registry` (which backends, ``auto``), :mod:`torch_backend`
-and :mod:`torch_ops`, :mod:`driver_backend` (MIOpenDriver) and :mod:`runner`
-(:func:`run_layer`).  It is light to import (the CLI and the app import it at
+RunResult, Backend, InProcessBackend, MemoryEstimate), :mod:`registry` (which backends,
+the one place a name finds its backend), :mod:`planning` (which backends a request runs,
+``auto``), :mod:`torch_backend` and :mod:`torch_ops`, :mod:`driver_backend`
+(MIOpenDriver) and :mod:`runner` (:func:`run_layer`).  It is light to import (the CLI and the app import it at
 start-up): numpy, numba and torch load only when a run needs them.
 """
 
@@ -27,16 +28,27 @@ from __future__ import annotations
 import threading
 from typing import Callable, Optional
 
-from miotui.execute.driver_backend import DEFAULT_DRIVER, driver_argv, find_driver, launch_driver
-from miotui.execute.protocol import NOISY_SPREAD, STATUSES, TIMES_KEPT, Backend, RunResult, RunSettings
+from miotui.execute.driver_backend import DEFAULT_DRIVER, DriverBackend, driver_argv, find_driver, launch_driver
+from miotui.execute.planning import resolve_auto
+from miotui.execute.protocol import (
+    NOISY_SPREAD,
+    STATUSES,
+    TIMES_KEPT,
+    Backend,
+    InProcessBackend,
+    MemoryEstimate,
+    RunResult,
+    RunSettings,
+)
 from miotui.execute.registry import (
     BACKEND_CHOICES,
     BACKENDS,
     NumbaBackend,
     NumpyBackend,
+    UnknownBackend,
+    all_backends,
     available_backends,
     get_backend,
-    resolve_auto,
 )
 from miotui.execute.torch_backend import GPU_QUEUE_AHEAD, TorchBackend
 from miotui.execute.torch_ops import (
@@ -52,7 +64,8 @@ from miotui.execute.torch_ops import (
 from miotui.problems import Problem
 
 __all__ = ["BACKENDS", "BACKEND_CHOICES", "STATUSES", "TIMES_KEPT", "NOISY_SPREAD", "DEFAULT_DRIVER", "Backend",
-           "RunResult", "RunSettings", "NumpyBackend", "NumbaBackend", "TorchBackend", "GPU_QUEUE_AHEAD",
+           "InProcessBackend", "MemoryEstimate", "RunResult", "RunSettings", "NumpyBackend", "NumbaBackend",
+           "TorchBackend", "DriverBackend", "GPU_QUEUE_AHEAD", "UnknownBackend", "all_backends",
            "available_backends", "get_backend", "resolve_auto", "find_driver", "driver_argv", "launch_driver",
            "run_layer", "torch_run", "torch_conv", "torch_pool", "torch_batchnorm", "torch_activation", "torch_lrn",
            "torch_softmax", "torch_fusion"]

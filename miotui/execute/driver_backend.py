@@ -1,5 +1,9 @@
 """The miopen-driver backend: find MIOpenDriver, build its argv, run it, read its verdict.
 
+:class:`DriverBackend` is what the registry, the planning and the guard ask (it is
+available when MIOpenDriver is found; it holds no memory of this process);
+:func:`launch_driver` runs it.
+
 The argv is built from the validated problem (:func:`miotui.driver.to_driver_argv`) plus
 ``-V 1 -t 1 -i N``, after an optional launcher prefix (``ssh gpu-node``, ``srun -p gpu``),
 and never goes through a shell.  :func:`miotui.driver.process.run_driver` runs it in its
@@ -20,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from miotui.execute.guard import batch_override
-from miotui.execute.protocol import RunResult, RunSettings, rates
+from miotui.execute.protocol import Backend, MemoryEstimate, RunResult, RunSettings, rates
 from miotui.execute.verify import Verification
 from miotui.problems import BatchNormProblem, Problem, ProblemError
 
@@ -65,6 +69,29 @@ def find_driver(settings: RunSettings) -> tuple[Optional[str], str]:
         return DEFAULT_DRIVER, "ROCm's default location"
     return None, ("MIOpenDriver not found: give --driver PATH, set $MIOPEN_DRIVER, put it on PATH, "
                   f"or install ROCm ({DEFAULT_DRIVER}); --launcher runs it on another machine")
+
+
+class DriverBackend(Backend):
+    """The real MIOpenDriver, in a child process (maybe on another machine, through a
+    launcher): it makes its own inputs and checks its own output."""
+
+    name = NAME
+    label = "MIOpenDriver (the real binary)"
+
+    @property
+    def device(self) -> str:
+        return "child process"
+
+    def unavailable(self, settings: Optional[RunSettings] = None) -> Optional[str]:
+        """Why MIOpenDriver cannot be found with ``settings`` (--driver, --launcher), or None."""
+        path, why = find_driver(settings or RunSettings())
+        return None if path else why
+
+    def memory_estimate(self, problem: Problem, settings: RunSettings,
+                        device: Optional[str] = None) -> MemoryEstimate:
+        """Nothing in this process: the driver allocates its own buffers, on its GPU, maybe
+        on another machine, and miotui cannot see that memory."""
+        return MemoryEstimate(0, 0)
 
 
 def driver_argv(problem: Problem, settings: RunSettings, driver: str) -> list[str]:

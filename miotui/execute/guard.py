@@ -26,6 +26,7 @@ from typing import Callable, Optional
 
 from miotui.execute.host_memory import cgroup_memory
 from miotui.execute.layer_shapes import LAYER_TYPES, elems, layer_shapes, rnn_saved_elems
+from miotui.execute.protocol import Backend, RunSettings
 from miotui.problems import (
     DTYPE_BYTES,
     BatchNormProblem,
@@ -235,25 +236,21 @@ def torch_bytes(problem: Problem, device: str = "cpu") -> tuple[int, int]:
     return host, dev
 
 
-def estimate_bytes(problem: Problem, backend: str, *, verify: bool = True, device: str = "cpu") -> int:
+def estimate_bytes(problem: Problem, backend: Backend, *, verify: bool = True,
+                   device: Optional[str] = None) -> int:
     """Host bytes a run of ``problem`` on ``backend`` holds at its peak, verification included.
 
-    numpy/numba: the reference's fp32 run plus (when verifying) its fp64 run and the
-    comparison.  Both runs count their inputs, so the sum is conservative by one copy of
-    the inputs.  torch: :func:`torch_bytes` plus the fp64 reference.  miopen-driver: 0
-    (the driver allocates its own buffers, maybe on another machine).
+    The backend's own run is its :meth:`~miotui.execute.protocol.Backend.memory_estimate`
+    (numpy/numba: the reference's fp32 run; torch: :func:`torch_bytes`; MIOpenDriver: 0,
+    as it allocates its own buffers, maybe on another machine).  An in-process backend is
+    then verified here: the fp64 reference and the comparison are added (both runs count
+    their inputs, so the sum is conservative by one copy of them).  ``device``: plan for
+    this device instead of the backend's own.
     """
-    if backend == "miopen-driver":
-        return 0
-    if isinstance(problem, OpProblem):
+    if backend.in_process and isinstance(problem, OpProblem):
         return _unmodelled_bytes(problem, verify)
-    if backend in ("numpy", "numba"):
-        total = reference_bytes(problem, "fp32")
-    elif backend == "torch":
-        total = torch_bytes(problem, device)[0]
-    else:
-        raise ValueError(f"unknown backend {backend!r}")
-    if verify:
+    total = backend.memory_estimate(problem, RunSettings(backend=backend.name, verify=verify), device).host
+    if verify and backend.in_process:
         total += reference_bytes(problem, "fp64") + _compare_bytes(problem)
     return int(total)
 
@@ -309,12 +306,14 @@ def largest_batch(problem: Problem, fits: Callable[[Problem], bool]) -> int:
     return lo
 
 
-def check_memory(problem: Problem, backend: str, *, verify: bool = True,
-                 available: Optional[int] = None, device: str = "cpu",
+def check_memory(problem: Problem, backend: Backend, *, verify: bool = True,
+                 available: Optional[int] = None, device: Optional[str] = None,
                  device_available: Optional[int] = None) -> MemoryCheck:
     """Will this run fit?  If not: a message naming the need, the free memory, and the
-    largest batch that fits.  ``available``/``device_available`` override the measured
-    free memory (tests, or a caller that knows better)."""
+    largest batch that fits.  Host memory first, then the backend's device where its
+    estimate puts bytes there (a GPU).  ``available``/``device_available`` override the
+    measured free memory (tests, or a caller that knows better); ``device`` plans for that
+    device instead of the backend's own."""
     avail = available_memory() if available is None else int(available)
     budget = budget_for(avail)
     need = estimate_bytes(problem, backend, verify=verify, device=device)
@@ -325,31 +324,21 @@ def check_memory(problem: Problem, backend: str, *, verify: bool = True,
         what = "memory" + (_limit_note(avail) if available is None else "")
         return MemoryCheck(False, need, avail, budget, _refusal(problem, backend, need, avail, n, what, verify),
                            n, "host")
-    if backend == "torch" and device != "cpu":
-        dev_need = torch_bytes(problem, device)[1]
-        dev_avail = device_available
-        if dev_avail is None:
-            dev_avail = _torch_device_free()
+    settings = RunSettings(backend=backend.name, verify=verify)
+    dev_need = backend.memory_estimate(problem, settings, device).device
+    if dev_need > 0:
+        dev_avail = device_available if device_available is not None else backend.free_device_bytes()
         if dev_avail is not None and dev_need > budget_for(dev_avail):
             dbudget = budget_for(dev_avail)
-            n = largest_batch(problem, lambda p: torch_bytes(p, device)[1] <= dbudget)
+            n = largest_batch(problem, lambda p: backend.memory_estimate(p, settings, device).device <= dbudget)
             return MemoryCheck(False, dev_need, dev_avail, dbudget,
                                _refusal(problem, backend, dev_need, dev_avail, n, "GPU memory", verify), n, "device")
     return MemoryCheck(True, need, avail, budget)
 
 
-def _torch_device_free() -> Optional[int]:
-    try:
-        import torch
-        free, _total = torch.cuda.mem_get_info()
-        return int(free)
-    except Exception:
-        return None
-
-
-def _refusal(problem: Problem, backend: str, need: int, avail: int, n: int, what: str,
+def _refusal(problem: Problem, backend: Backend, need: int, avail: int, n: int, what: str,
              verify: bool = True) -> str:
-    head = (f"not run: {backend} would need about {fmt_bytes(need)} "
+    head = (f"not run: {backend.name} would need about {fmt_bytes(need)} "
             f"{'(with the float64 verification reference) ' if verify else ''}"
             f"but only {fmt_bytes(avail)} of {what} is free (keeping {int((1 - HEADROOM_FRACTION) * 100)}% "
             f"+ {fmt_bytes(RESERVE_BYTES)} headroom)")

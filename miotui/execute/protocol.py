@@ -1,10 +1,12 @@
 """What every backend shares: the settings of a run, its result, and the Backend protocol.
 
 :class:`RunSettings` (how to run; part of the result cache's key), :class:`RunResult`
-(what a run of one layer on one backend gave: status, times, verification, notes) and
-:class:`Backend` (what an in-process backend implements: numpy, numba, torch).  Every
-other module of the package uses these; this one imports nothing of the package, so it
-sits below all of them.
+(what a run of one layer on one backend gave: status, times, verification, notes),
+:class:`Backend` (what every backend answers before a run: its label, its device, what
+memory a run needs, why it cannot run a layer), :class:`InProcessBackend` (what a backend
+that runs in this process implements: numpy, numba, torch) and :class:`MemoryEstimate`.
+Every other module of the package uses these; this one imports nothing of the package,
+so it sits below all of them.
 """
 
 from __future__ import annotations
@@ -165,7 +167,73 @@ def rates(problem: Problem, ms: Optional[float]) -> tuple[Optional[float], Optio
     return problem.flops / s / 1e9, problem.bytes_moved / s / 1e9
 
 
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The bytes a backend's own run of a layer holds at its peak, from the shapes alone.
+
+    ``host``: in this process's memory (inputs, the backend's copies, outputs, workspace).
+    ``device``: on the backend's device (a GPU), 0 where it has none or computes on the
+    host.  The verification reference that the runner adds for an in-process backend is
+    not in it: :func:`miotui.execute.guard.estimate_bytes` adds that.
+    """
+
+    host: int
+    device: int = 0
+
+
 class Backend:
+    """What every backend answers before it runs a layer, whatever it is.
+
+    The app's chooser, the planning of a side-by-side run (:mod:`miotui.execute.planning`)
+    and the memory guard (:mod:`miotui.execute.guard`) ask these questions of any backend
+    without knowing its name: ``name`` (what ``--backend`` and results say), ``label`` (what
+    the UI shows), ``device`` (where it computes), :meth:`memory_estimate` and
+    :meth:`why_not`.  Adding a backend is a subclass and one line in
+    :data:`miotui.execute.registry.REGISTERED`.
+    """
+
+    name = ""
+    #: what the UI shows for it (the run chooser's words)
+    label = ""
+    #: True: it computes in this process on the reference's seeded inputs, and the float64
+    #: reference verifies it here (:class:`InProcessBackend`); False: it runs elsewhere
+    #: (MIOpenDriver in a child process makes its own inputs and checks itself)
+    in_process = False
+
+    @property
+    def device(self) -> str:
+        """Where it computes: ``cpu``, a GPU (``cuda``, as torch names both CUDA and ROCm
+        devices) or ``child process``."""
+        return "cpu"
+
+    def unavailable(self, settings: Optional[RunSettings] = None) -> Optional[str]:
+        """None when usable on this machine (with ``settings``: a driver path, a launcher),
+        else why not."""
+        return None
+
+    def applies(self, problem: Problem) -> Optional[str]:
+        """None when this backend can run ``problem``, else why not."""
+        return None
+
+    def why_not(self, problem: Problem, settings: RunSettings) -> Optional[str]:
+        """Why this backend cannot run ``problem`` with ``settings`` (not installed here, or
+        not a layer it runs), or None.  What is known before running: a layer it turns out
+        not to compute (the runner's :func:`~miotui.execute.guard.not_modelled`, a command
+        MIOpenDriver cannot express) is still an ``n/a`` result of the run itself."""
+        return self.unavailable(settings) or self.applies(problem)
+
+    def memory_estimate(self, problem: Problem, settings: RunSettings,
+                        device: Optional[str] = None) -> MemoryEstimate:
+        """What its own run of ``problem`` holds at its peak (``device``: plan for this
+        device instead of :attr:`device`, for a test or a caller that knows better)."""
+        raise NotImplementedError(f"{type(self).__name__} does not say what memory it needs")
+
+    def free_device_bytes(self) -> Optional[int]:
+        """Free bytes on its device, None where it has none or cannot tell."""
+        return None
+
+
+class InProcessBackend(Backend):
     """A backend that runs in this process on the reference's seeded inputs.
 
     The runner calls ``prepare`` (untimed: convert inputs), then ``run`` repeatedly
@@ -173,17 +241,9 @@ class Backend:
     back to numpy for verification and dumping).
     """
 
-    name = ""
+    in_process = True
     #: whether the first call compiles (its time is reported as jit_ms, not run time)
     jit = False
-
-    def unavailable(self) -> Optional[str]:
-        """None when usable on this machine, else why not."""
-        return None
-
-    def applies(self, problem: Problem) -> Optional[str]:
-        """None when this backend can run ``problem``, else why not."""
-        return None
 
     def describe(self, problem: Problem) -> str:
         return self.name

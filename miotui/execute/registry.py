@@ -1,4 +1,4 @@
-"""Which backends exist, which are usable here, and which one ``auto`` picks.
+"""Which backends exist, which are usable here, and the one place a name finds its backend.
 
 * ``numpy``  the CPU reference (:mod:`miotui.execute.reference`), float32 as MIOpenDriver
   computes; always available.
@@ -9,35 +9,42 @@
 * ``miopen-driver``  the real ``MIOpenDriver`` in a child process
   (:mod:`miotui.execute.driver_backend`).
 
+Every backend is an object that answers the same questions
+(:class:`~miotui.execute.protocol.Backend`: label, device, memory estimate, why not), so
+the guard, the planning and the UI ask them without switching on names.  Adding a backend
+is its class and one line in :data:`REGISTERED`.  Which backends a request runs, ``auto``
+included, is :mod:`miotui.execute.planning`'s.
+
 numpy, numba and torch are imported only when a run needs them: the CLI and the app
 import this module at start-up.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Optional
 
-from miotui.execute.driver_backend import find_driver
-from miotui.execute.protocol import Backend, RunSettings
+from miotui.execute.driver_backend import DriverBackend
+from miotui.execute.guard import reference_bytes
+from miotui.execute.protocol import Backend, InProcessBackend, MemoryEstimate, RunSettings
 from miotui.execute.torch_backend import TorchBackend
 from miotui.problems import Problem
 
-#: The backends, in the order tables list them.
-BACKENDS = ("numpy", "numba", "torch", "miopen-driver")
-#: What ``--backend`` accepts.
-BACKEND_CHOICES = BACKENDS + ("auto", "all")
 
-
-class NumpyBackend(Backend):
+class NumpyBackend(InProcessBackend):
     """The reference itself, in float32."""
 
     name = "numpy"
+    label = "numpy reference"
     engine = "numpy"
 
     def describe(self, problem: Problem) -> str:
         from miotui.execute import reference
         return reference.engine_used(problem, self.engine)
+
+    def memory_estimate(self, problem: Problem, settings: RunSettings,
+                        device: Optional[str] = None) -> MemoryEstimate:
+        """The reference's float32 run: its chunk plan replayed (nothing allocated)."""
+        return MemoryEstimate(reference_bytes(problem, "fp32"))
 
     def prepare(self, problem: Problem, inputs: dict[str, Any]) -> Any:
         """The inputs, and what the timed calls start from (an RNN backward's forward)."""
@@ -55,10 +62,11 @@ class NumbaBackend(NumpyBackend):
     """The reference with numba's direct kernels; only for the layers they run."""
 
     name = "numba"
+    label = "numba reference"
     engine = "numba"
     jit = True
 
-    def unavailable(self) -> Optional[str]:
+    def unavailable(self, settings: Optional[RunSettings] = None) -> Optional[str]:
         from miotui.execute import numba_kernels
         return numba_kernels.available()
 
@@ -75,43 +83,49 @@ class NumbaBackend(NumpyBackend):
         return self.unavailable() is None and self.applies(problem) is None
 
 
-_BACKENDS: dict[str, Backend] = {}
-_lock = threading.Lock()
+#: Every backend, in the order tables list them.  Adding a backend: its class, and one line here.
+REGISTERED: tuple[type[Backend], ...] = (
+    NumpyBackend,
+    NumbaBackend,
+    TorchBackend,
+    DriverBackend,
+)
+#: Their names (what ``--backend`` takes and results say), in the same order.
+BACKENDS = tuple(cls.name for cls in REGISTERED)
+#: What ``--backend`` accepts.
+BACKEND_CHOICES = BACKENDS + ("auto", "all")
+
+# one object per backend for the process (constructing one imports nothing heavy; torch's
+# remembers its device once it has looked)
+_INSTANCES: dict[str, Backend] = {cls.name: cls() for cls in REGISTERED}
+
+
+class UnknownBackend(KeyError):
+    """A backend name that no registered backend has: the message names the known ones."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:   # KeyError's own would quote the whole message
+        return f"unknown backend {self.name!r}: miotui's backends are {', '.join(BACKENDS)}"
 
 
 def get_backend(name: str) -> Backend:
-    """The in-process backend called ``name`` (numpy, numba, torch)."""
-    with _lock:
-        if not _BACKENDS:
-            for b in (NumpyBackend(), NumbaBackend(), TorchBackend()):
-                _BACKENDS[b.name] = b
-    if name not in _BACKENDS:
-        raise KeyError(f"no in-process backend {name!r} (choose from {', '.join(_BACKENDS)})")
-    return _BACKENDS[name]
+    """The backend called ``name``; :class:`UnknownBackend` (a KeyError) names the known ones."""
+    try:
+        return _INSTANCES[name]
+    except (KeyError, TypeError):
+        raise UnknownBackend(name) from None
+
+
+def all_backends() -> tuple[Backend, ...]:
+    """Every registered backend, in :data:`BACKENDS` order."""
+    return tuple(_INSTANCES[name] for name in BACKENDS)
 
 
 def available_backends(settings: Optional[RunSettings] = None) -> dict[str, Optional[str]]:
     """Every backend: None when usable here, else why not.  Cheap: nothing heavy is
     imported (torch is only looked up; the driver only searched for)."""
-    out: dict[str, Optional[str]] = {}
-    for name in ("numpy", "numba", "torch"):
-        out[name] = get_backend(name).unavailable()
-    path, why = find_driver(settings or RunSettings())
-    out["miopen-driver"] = None if path else why
-    return out
-
-
-def resolve_auto(problem: Problem) -> tuple[str, str]:
-    """``--backend auto``: the best available reference for this layer, and why.
-
-    numba where its direct kernels apply (depthwise/small-group conv, pooling: 4-20x
-    faster than im2col there), numpy everywhere else.
-    """
-    nb = get_backend("numba")
-    assert isinstance(nb, NumbaBackend)
-    if nb.kernels_apply(problem):
-        return "numba", "auto chose numba: its direct kernels apply to this layer"
-    why = nb.unavailable()
-    if why:
-        return "numpy", f"auto chose numpy ({why})"
-    return "numpy", "auto chose numpy: numba's direct kernels do not apply to this layer"
+    settings = settings or RunSettings()
+    return {backend.name: backend.unavailable(settings) for backend in all_backends()}

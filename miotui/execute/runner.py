@@ -32,10 +32,11 @@ from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from miotui.execute import oracle, reference
-from miotui.execute.driver_backend import launch_driver
+from miotui.execute.driver_backend import DriverBackend, launch_driver
 from miotui.execute.guard import batch_override, check_memory, not_modelled, validate
-from miotui.execute.protocol import TIMES_KEPT, Backend, RunResult, RunSettings, rates
-from miotui.execute.registry import BACKENDS, get_backend, resolve_auto
+from miotui.execute.planning import resolve_auto
+from miotui.execute.protocol import TIMES_KEPT, InProcessBackend, RunResult, RunSettings, rates
+from miotui.execute.registry import BACKENDS, get_backend
 from miotui.execute.tensors import ReferenceUnsupported
 from miotui.execute.threads import Cancelled
 from miotui.execute.verify import compare
@@ -114,7 +115,7 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
     why = validate(problem)
     if why:
         return _result(settings.backend, problem, settings, "error", why)  # type: ignore[arg-type]
-    why = not_modelled(problem) if settings.backend != "miopen-driver" else None
+    why = not_modelled(problem) if _computed_here(settings.backend) else None
     if why:
         return _result(settings.backend, problem, settings, "n/a", why)  # type: ignore[arg-type]
     notes: list[str] = []
@@ -149,11 +150,14 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
             return replace(hit, cached=True)
 
     try:
-        if name == "miopen-driver":   # (the batch is applied already: launch_driver finds N = batch)
+        backend = get_backend(name)
+        if isinstance(backend, InProcessBackend):
+            res = _run_in_process(backend, problem, settings, cancel, on_progress)
+        elif isinstance(backend, DriverBackend):   # (the batch is applied already: launch_driver finds N = batch)
             res = launch_driver(problem, settings, on_progress or (lambda _l: None),
                                 cancel if cancel is not None else threading.Event())
         else:
-            res = _run_in_process(get_backend(name), problem, settings, cancel, on_progress)
+            raise TypeError(f"the runner has no way to run a {type(backend).__name__}")
     except KeyboardInterrupt:
         raise
     except MemoryError:
@@ -173,7 +177,13 @@ def run_layer(problem: Problem, settings: RunSettings, cancel: Optional[threadin
     return res
 
 
-def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
+def _computed_here(name: str) -> bool:
+    """Whether a run asked for as ``name`` computes the layer in this process (``auto``
+    does; a name no backend has is refused later, after the layer's own checks)."""
+    return name not in BACKENDS or get_backend(name).in_process
+
+
+def _run_in_process(backend: InProcessBackend, problem: Problem, settings: RunSettings,
                     cancel: Optional[threading.Event],
                     on_progress: Optional[Callable[[str], None]]) -> RunResult:
     name = backend.name
@@ -183,8 +193,7 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
     why = backend.applies(problem)
     if why:
         return _result(name, problem, settings, "n/a", f"{name} does not run this layer: {why}")
-    device = getattr(backend, "device", "cpu") if name == "torch" else "cpu"
-    check = check_memory(problem, name, verify=settings.verify, device=device)
+    check = check_memory(problem, backend, verify=settings.verify)
     if not check.ok:
         return _result(name, problem, settings, "refused", check.message)
 
@@ -238,7 +247,7 @@ def _run_in_process(backend: Backend, problem: Problem, settings: RunSettings,
     return _timed_result(backend, problem, settings, times, jit_ms, verification, engine, notes, dumped)
 
 
-def _timed_result(backend: Backend, problem: Problem, settings: RunSettings, times: list[float],
+def _timed_result(backend: InProcessBackend, problem: Problem, settings: RunSettings, times: list[float],
                   jit_ms: Optional[float], verification: Any, engine: str, notes: list[str],
                   dumped: tuple[str, ...]) -> RunResult:
     """The result of a run that went through: min/median/max of ``times``, the verdict."""

@@ -17,8 +17,9 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from miotui.execute.guard import torch_bytes
 from miotui.execute.kernel_time import CALL_PREFIX, kernel_ms_per_call
-from miotui.execute.protocol import Backend
+from miotui.execute.protocol import InProcessBackend, MemoryEstimate, RunSettings
 from miotui.execute.threads import Cancelled
 from miotui.execute.torch_ops import torch_describe, torch_prepare, torch_run
 from miotui.problems import BatchNormProblem, Problem
@@ -37,12 +38,13 @@ class TorchInputs:
         self.state: dict[str, Any] = {}
 
 
-class TorchBackend(Backend):
+class TorchBackend(InProcessBackend):
     """PyTorch's kernels.  Convolutions go through ``torch.nn.functional`` (forward) and
     ``aten.convolution_backward`` (what ``torch.nn.grad``/autograd use) for backward data
     and weights, so only the gradient asked for is computed."""
 
     name = "torch"
+    label = "PyTorch"
 
     def __init__(self) -> None:
         self._why: Optional[str] = None
@@ -55,7 +57,7 @@ class TorchBackend(Backend):
         self._span_ms: Optional[float] = None   # median event span when kernel times were read
         self._why_no_kernels = ""
 
-    def unavailable(self) -> Optional[str]:
+    def unavailable(self, settings: Optional[RunSettings] = None) -> Optional[str]:
         if not self._checked:
             import importlib.util
             if importlib.util.find_spec("torch") is None:
@@ -71,6 +73,23 @@ class TorchBackend(Backend):
             if self._device == "cuda":
                 fp32_without_tf32(torch)
         return self._device
+
+    def memory_estimate(self, problem: Problem, settings: RunSettings,
+                        device: Optional[str] = None) -> MemoryEstimate:
+        """:func:`miotui.execute.guard.torch_bytes` on ``device`` (its own by default): on the
+        CPU everything is host memory."""
+        host, dev = torch_bytes(problem, device or self.device)
+        return MemoryEstimate(host, dev)
+
+    def free_device_bytes(self) -> Optional[int]:
+        """The GPU's free memory as the CUDA/HIP runtime reports it (None on the CPU, or
+        when torch cannot tell)."""
+        try:
+            import torch
+            free, _total = torch.cuda.mem_get_info()
+            return int(free)
+        except Exception:
+            return None
 
     def device_name(self) -> str:
         import torch

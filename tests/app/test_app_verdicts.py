@@ -29,7 +29,7 @@ from app_helpers import (
     wait_until,
 )
 
-from miotui.run_queue import ALL
+from miotui.execute.planning import ALL
 from miotui.samplegen.generator import generate_text
 from miotui.samplegen.spec import SampleSpec
 from miotui.screens.startup import StartupScreen

@@ -83,6 +83,7 @@ def _derived(problem) -> list[str]:
     from miotui.driver.commands import to_driver_argv
     from miotui.driver.flags import DriverCommandError
     from miotui.execute import guard
+    from miotui.execute.backends import get_backend
     names = [n for n, v in inspect.getmembers(type(problem)) if isinstance(v, property)]
     for name in names:
         getattr(problem, name)
@@ -95,7 +96,7 @@ def _derived(problem) -> list[str]:
         pass
     for backend in ("numpy", "numba", "torch"):
         try:
-            check = guard.check_memory(problem, backend, available=64 << 30)
+            check = guard.check_memory(problem, get_backend(backend), available=64 << 30)
             assert not check.ok, (backend, check)    # nothing of 2**31 on every axis fits in 64 GiB
         except ProblemError:
             pass

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miotui.execute import guard, host_memory
-from miotui.execute.backends import RunSettings
+from miotui.execute.backends import RunSettings, get_backend
 from miotui.execute.runner import clear_cache, run_layer
 from miotui.problems import ConvProblem, PoolProblem, ProblemError
 
@@ -21,42 +21,42 @@ SMALL = ConvProblem("fwd", "fp32", 2, 3, 4, (8, 8), (3, 3), (1, 1), (1, 1), (1, 
 
 
 def test_estimate_grows_with_batch_and_counts_the_fp64_reference():
-    one = guard.estimate_bytes(guard.with_batch(HUGE, 1), "numpy")
-    two = guard.estimate_bytes(guard.with_batch(HUGE, 2), "numpy")
+    one = guard.estimate_bytes(guard.with_batch(HUGE, 1), get_backend("numpy"))
+    two = guard.estimate_bytes(guard.with_batch(HUGE, 2), get_backend("numpy"))
     assert two > one
     # fp32 input of one image: 64 * 128**3 * 4 bytes = 512 MiB; the estimate holds it
     # (fp32 run) and its fp64 copy (reference) at least
     assert one >= 64 * 128 ** 3 * (4 + 8)
-    assert guard.estimate_bytes(SMALL, "numpy", verify=False) < guard.estimate_bytes(SMALL, "numpy")
-    assert guard.estimate_bytes(SMALL, "miopen-driver") == 0
+    assert guard.estimate_bytes(SMALL, get_backend("numpy"), verify=False) < guard.estimate_bytes(SMALL, get_backend("numpy"))
+    assert guard.estimate_bytes(SMALL, get_backend("miopen-driver")) == 0
 
 
 def test_check_refuses_a_huge_layer_and_suggests_the_largest_batch():
     avail = 16 * GiB
-    check = guard.check_memory(HUGE, "numpy", available=avail)
+    check = guard.check_memory(HUGE, get_backend("numpy"), available=avail)
     assert not check.ok
     n = check.suggested_batch
     assert n is not None and 1 <= n < HUGE.n
     budget = guard.budget_for(avail)
-    assert guard.estimate_bytes(guard.with_batch(HUGE, n), "numpy") <= budget
-    assert guard.estimate_bytes(guard.with_batch(HUGE, n + 1), "numpy") > budget
+    assert guard.estimate_bytes(guard.with_batch(HUGE, n), get_backend("numpy")) <= budget
+    assert guard.estimate_bytes(guard.with_batch(HUGE, n + 1), get_backend("numpy")) > budget
     assert f"--batch {n}" in check.message and "N=256" in check.message
     assert "GiB" in check.message
 
 
 def test_check_says_when_not_even_one_image_fits():
-    check = guard.check_memory(HUGE, "numpy", available=1 * GiB)
+    check = guard.check_memory(HUGE, get_backend("numpy"), available=1 * GiB)
     assert not check.ok and check.suggested_batch == 0
     assert "even one image" in check.message
 
 
 def test_small_layer_fits():
-    check = guard.check_memory(SMALL, "numpy", available=8 * GiB)
+    check = guard.check_memory(SMALL, get_backend("numpy"), available=8 * GiB)
     assert check.ok and check.message == ""
 
 
 def test_torch_gpu_estimate_checks_device_memory():
-    check = guard.check_memory(guard.with_batch(HUGE, 4), "torch", available=1 << 50, device="cuda",
+    check = guard.check_memory(guard.with_batch(HUGE, 4), get_backend("torch"), available=1 << 50, device="cuda",
                                device_available=2 * GiB)
     assert not check.ok and check.where == "device" and "GPU memory" in check.message
 
@@ -95,15 +95,15 @@ def test_suggested_batch_is_the_largest_that_fits(n, c, hw, budget_gib):
     p = PoolProblem("fwd", "fp32", n, c, (hw, hw), (2, 2), (0, 0), (2, 2))
     avail = budget_gib * GiB
     budget = guard.budget_for(avail)
-    check = guard.check_memory(p, "numpy", available=avail)
+    check = guard.check_memory(p, get_backend("numpy"), available=avail)
     if check.ok:
-        assert guard.estimate_bytes(p, "numpy") <= budget
+        assert guard.estimate_bytes(p, get_backend("numpy")) <= budget
         return
     k = check.suggested_batch
     assert k is not None and 0 <= k < n
     if k:
-        assert guard.estimate_bytes(guard.with_batch(p, k), "numpy") <= budget
-    assert guard.estimate_bytes(guard.with_batch(p, k + 1), "numpy") > budget
+        assert guard.estimate_bytes(guard.with_batch(p, k), get_backend("numpy")) <= budget
+    assert guard.estimate_bytes(guard.with_batch(p, k + 1), get_backend("numpy")) > budget
 
 
 # ----------------------------------------------------------------------------- cgroup limits
@@ -185,9 +185,9 @@ def test_the_guard_honours_a_cgroup_limit_smaller_than_free_memory(tmp_path, mon
     free = psutil.virtual_memory().available
     assert guard.available_memory() == min(free, 924 * MiB)
     big = ConvProblem("fwd", "fp32", 64, 64, 64, (128, 128), (3, 3), (1, 1), (1, 1), (1, 1))
-    if guard.estimate_bytes(big, "numpy") >= guard.budget_for(free):
+    if guard.estimate_bytes(big, get_backend("numpy")) >= guard.budget_for(free):
         pytest.skip("this machine has too little free memory to show the difference")
-    check = guard.check_memory(big, "numpy")
+    check = guard.check_memory(big, get_backend("numpy"))
     assert not check.ok and check.available_bytes == 924 * MiB
     assert "cgroup v2 memory limit" in check.message and "job.scope" in check.message
     assert check.suggested_batch is not None and 1 <= check.suggested_batch < 64

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from miotui.execute import guard
 from miotui.execute import reference as R
-from miotui.execute.backends import RunSettings, run_layer
+from miotui.execute.backends import RunSettings, get_backend, run_layer
 from miotui.execute.layer_shapes import layernorm_shapes
 from miotui.problems import GroupNormProblem, LayerNormProblem
 
@@ -232,6 +232,6 @@ def test_with_batch_resizes_the_first_dimension():
     assert guard.with_batch(g, 2).shape == (2, 32, 8, 8)
     res = run_layer(p, RunSettings(backend="numpy", iters=1, batch=2), use_cache=False)
     assert res.status == "ok" and res.problem.shape == (2, 128, 768) and "N=2" in res.note
-    check = guard.check_memory(LayerNormProblem("fwd", "fp32", (65536, 4096, 64)), "numpy", available=4 << 30)
+    check = guard.check_memory(LayerNormProblem("fwd", "fp32", (65536, 4096, 64)), get_backend("numpy"), available=4 << 30)
     assert not check.ok and 1 <= (check.suggested_batch or 0) < 65536
     assert "along the first dimension" in check.message

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from miotui.execute import guard
 from miotui.execute import reference as R
 from miotui.execute import verify as V
-from miotui.execute.backends import RunSettings, run_layer
+from miotui.execute.backends import RunSettings, get_backend, run_layer
 from miotui.execute.layer_shapes import reduce_shapes
 from miotui.problems import REDUCE_OPS, OpProblem, ProblemError, ReduceProblem
 
@@ -184,7 +184,7 @@ def test_beta_reads_the_prior_output_and_both_are_dumped(tmp_path):
 def test_with_batch_and_guard():
     p = ReduceProblem("fwd", "fp32", (64, 1024, 1024), (1, 2), reduce_op=0)
     assert guard.with_batch(p, 8).shape == (8, 1024, 1024)
-    check = guard.check_memory(p, "numpy", available=1 << 30)
+    check = guard.check_memory(p, get_backend("numpy"), available=1 << 30)
     assert not check.ok and 1 <= (check.suggested_batch or 0) < 64
 
 

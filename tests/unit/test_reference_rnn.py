@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from miotui.execute import guard
 from miotui.execute import reference as R
-from miotui.execute.backends import RunSettings, run_layer
+from miotui.execute.backends import RunSettings, get_backend, run_layer
 from miotui.execute.layer_shapes import rnn_sample_lengths, rnn_shapes, rnn_step_batches
 from miotui.execute.rnn_layout import seq_packing, weight_views
 from miotui.execute.runner import clear_cache
@@ -297,15 +297,15 @@ def test_inputs_are_named_like_miopen_and_dumped(tmp_path):
 def test_guard_refuses_a_huge_rnn_before_allocating(monkeypatch):
     huge = RNNProblem("wrw", "fp32", "lstm", (4096,), 1000, 512, 512, layers=2, bidirectional=True)
     for backend in ("numpy", "torch"):
-        check = guard.check_memory(huge, backend, available=8 << 30)
+        check = guard.check_memory(huge, get_backend(backend), available=8 << 30)
         assert not check.ok and check.suggested_batch is not None and 1 <= check.suggested_batch < 4096
         fits = guard.with_batch(huge, check.suggested_batch)
-        assert guard.estimate_bytes(fits, backend) <= guard.budget_for(8 << 30)
-        assert guard.estimate_bytes(guard.with_batch(huge, check.suggested_batch + 1), backend) > \
+        assert guard.estimate_bytes(fits, get_backend(backend)) <= guard.budget_for(8 << 30)
+        assert guard.estimate_bytes(guard.with_batch(huge, check.suggested_batch + 1), get_backend(backend)) > \
             guard.budget_for(8 << 30)
         assert f"largest batch that fits is {check.suggested_batch} samples" in check.message
     whole = RNNProblem("wrw", "fp32", "lstm", (4,), 100000, 4096, 4096, layers=8, bidirectional=True)
-    assert "even one sample does not fit" in guard.check_memory(whole, "numpy", available=8 << 30).message
+    assert "even one sample does not fit" in guard.check_memory(whole, get_backend("numpy"), available=8 << 30).message
     clear_cache()
     monkeypatch.setattr(guard, "available_memory", lambda: 8 << 30)
     tracemalloc.start()
@@ -330,7 +330,7 @@ def test_estimate_covers_what_the_reference_allocates():
             tracemalloc.stop()
         held = sum(a.nbytes for a in inputs.values())
         assert peak + held <= R.peak_bytes(p, "fp64"), d
-        assert math.isfinite(guard.estimate_bytes(p, "torch"))
+        assert math.isfinite(guard.estimate_bytes(p, get_backend("torch")))
 
 
 def test_timed_backward_calls_start_from_one_kept_forward(monkeypatch):

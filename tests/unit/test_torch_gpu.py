@@ -127,7 +127,7 @@ def test_gpu_memory_guard_refuses_a_layer_larger_than_the_gpu():
     import torch
     free, total = torch.cuda.mem_get_info()
     huge = ConvProblem("fwd", "fp32", 4096, 256, 256, (256, 256), (3, 3), (1, 1), (1, 1), (1, 1))
-    check = guard.check_memory(huge, "torch", available=1 << 50, device="cuda")
+    check = guard.check_memory(huge, get_backend("torch"), available=1 << 50, device="cuda")
     assert not check.ok and "GPU memory" in check.message and check.where == "device"
     assert check.suggested_batch is not None and 1 <= check.suggested_batch < 4096
     assert check.available_bytes <= total
