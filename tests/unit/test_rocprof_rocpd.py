@@ -227,7 +227,7 @@ def test_a_bad_row_is_listed_and_a_database_without_kernels_is_not_joined(tmp_pa
     db.dispatches[-1] = (symbol, start, start - 1, event)        # the unlaunched kernel ends before it starts
     catalog = joined(tmp_path, db)
     assert [u.reason for u in catalog.undecoded()] == [
-        f"rocpd_kernel_dispatch row {len(db.dispatches)}: no integer start and end in order"]
+        f"rocpd_kernel_dispatch id {len(db.dispatches)}: no integer start and end in order"]
     assert catalog.kernel_time["rocprof"].attributed_ms == pytest.approx(sum(sum(v) for v in expected.values()))
     empty = tmp_path / "empty.db"
     con = sqlite3.connect(empty)
@@ -239,3 +239,26 @@ def test_a_bad_row_is_listed_and_a_database_without_kernels_is_not_joined(tmp_pa
         "rocprofv3 kernel trace: not a rocpd database with a kernel trace: no rocpd_kernel_dispatch (record with "
         "rocprofv3 --kernel-trace)"]
     assert not catalog.kernel_time
+
+
+def test_hostile_rows_are_read_as_what_they_are_never_a_crash(tmp_path):
+    from miotui.formats.rocprof.rocpd import NAME_CHARS, read_rocpd
+    db = Db(inline_times=True)
+    db.region("roctxRangePush", 1, 2, message="s_api = miopenConvolutionForward | " + "x" * 100_000)
+    db.region("hipLaunchKernel", 1, 2, correlation="seven")
+    db.kernel("k" * 100_000, 10, 20, correlation=1.5)
+    db.write(tmp_path / "h.db")
+    con = sqlite3.connect(tmp_path / "h.db")
+    con.execute("INSERT INTO rocpd_event VALUES (99, 'g', 3, '{\"message\": 5}')")
+    con.execute("INSERT INTO rocpd_event VALUES (98, 'g', 4, '\"message\" {not json')")
+    con.execute("INSERT INTO rocpd_region VALUES (9, 'g', 1, 1, 5, 6, 99)")
+    con.execute("INSERT INTO rocpd_region VALUES (8, 'g', 1, 1, 7, 8, 98)")
+    con.execute("INSERT INTO rocpd_region VALUES (7, 'g', 1, 1, 'late', 8, 98)")
+    con.commit()
+    con.close()
+    problems: list = []
+    trace = read_rocpd(str(tmp_path / "h.db"), problems)
+    assert [r.marker for r in trace.regions] == [True, False, False, False]
+    assert len(trace.regions[0].name) == NAME_CHARS and trace.regions[1].correlation is None
+    assert [(d.correlation, len(d.name)) for d in trace.dispatches] == [(None, NAME_CHARS)]
+    assert problems == [(3, "rocpd_region id 7: no integer start and end in order")]

@@ -66,7 +66,8 @@ class RocpdTrace:
 
 def read_rocpd(path: str, problems: list) -> RocpdTrace:
     """The dispatches and regions of a rocpd database; a row that does not read is appended to
-    ``problems`` as (row, reason); KernelTraceError when the file is not one."""
+    ``problems`` as (its place in the table's read order, reason naming its id); KernelTraceError
+    when the file is not one."""
     try:
         db = sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as e:
@@ -131,11 +132,11 @@ def _dispatches(db: sqlite3.Connection, tables: set[str], problems: list, droppe
     correlation, _, event_join = _event(db, tables, "K")
     symbol = _columns(db, "rocpd_info_kernel_symbol")
     name = "COALESCE(S.display_name, S.kernel_name)" if "display_name" in symbol else "S.kernel_name"
-    sql = (f"SELECT {name}, {start}, {end}, {correlation} FROM rocpd_kernel_dispatch K "
+    sql = (f"SELECT K.id, {name}, {start}, {end}, {correlation} FROM rocpd_kernel_dispatch K "
            f"JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id {time_joins} {event_join} ORDER BY K.id")
-    for n, (kernel, t0, t1, corr) in _rows(db, sql, "rocpd_kernel_dispatch", dropped):
+    for n, (row_id, kernel, t0, t1, corr) in _rows(db, sql, "rocpd_kernel_dispatch", dropped):
         if type(t0) is not int or type(t1) is not int or t1 < t0:
-            problems.append((n, f"rocpd_kernel_dispatch row {n}: no integer start and end in order"))
+            problems.append((n, f"rocpd_kernel_dispatch id {row_id}: no integer start and end in order"))
             continue
         text = str(kernel or "")[:NAME_CHARS]
         yield Dispatch(text, t0, t1, kernel_family(text), corr if type(corr) is int else None)
@@ -146,11 +147,11 @@ def _regions(db: sqlite3.Connection, tables: set[str], problems: list, dropped: 
     correlation, extdata, event_join = _event(db, tables, "R")
     thread, track_join = ("T.pid, T.tid", "LEFT JOIN rocpd_track T ON T.id = R.track_id") \
         if "rocpd_track" in tables else ("NULL, NULL", "")
-    sql = (f"SELECT N.string, {start}, {end}, {thread}, {correlation}, {extdata} FROM rocpd_region R "
+    sql = (f"SELECT R.id, N.string, {start}, {end}, {thread}, {correlation}, {extdata} FROM rocpd_region R "
            f"JOIN rocpd_string N ON N.id = R.name_id {time_joins} {track_join} {event_join} ORDER BY R.id")
-    for n, (name, t0, t1, pid, tid, corr, ext) in _rows(db, sql, "rocpd_region", dropped):
+    for n, (row_id, name, t0, t1, pid, tid, corr, ext) in _rows(db, sql, "rocpd_region", dropped):
         if type(t0) is not int or type(t1) is not int or t1 < t0:
-            problems.append((n, f"rocpd_region row {n}: no integer start and end in order"))
+            problems.append((n, f"rocpd_region id {row_id}: no integer start and end in order"))
             continue
         message = _message(ext)
         yield Region((message if message is not None else str(name or ""))[:NAME_CHARS], t0, t1, (pid, tid),
@@ -159,11 +160,12 @@ def _regions(db: sqlite3.Connection, tables: set[str], problems: list, dropped: 
 
 def _message(extdata: object) -> Optional[str]:
     """A roctx range's text: its event's ``extdata`` ``message`` (None: not a range with one)."""
-    if not isinstance(extdata, (str, bytes)) or b'"message"' not in (extdata if isinstance(extdata, bytes)
-                                                                     else extdata.encode("utf-8", "replace")):
+    if isinstance(extdata, bytes):
+        extdata = extdata.decode("utf-8", "replace")
+    if not isinstance(extdata, str) or '"message"' not in extdata:
         return None
     try:
         value = json.loads(extdata).get("message")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return value if isinstance(value, str) else None
