@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from miotui.formats.rocprof.join import SOURCE, CallOrder
+from miotui.formats.rocprof.join import CallOrder, give_times
 from miotui.formats.rocprof.rocpd import Region
 from miotui.kernel_attribution import Attribution, OpCall
 from miotui.views.timing import KernelTime
@@ -121,11 +121,7 @@ def join_by_ranges(catalog: CallOrder, dispatches: Sequence, regions: Sequence[R
     attributed = sum(entry[0] for entry in per_problem.values())
     unmatched = sum(ms for call, _ in executions[met:] for _, ms, _ in call.kernels)
     total_ms = sum(d.ms for d in dispatches)
-    with catalog.lock:
-        for problem, (ms, n, kernels) in per_problem.items():
-            catalog.add_sighting(problem, "mention", SOURCE, 0, file, count=False, annotations=(
-                ("rocprof_time_ms", f"{ms / n:.6g}"), ("rocprof_total_ms", f"{ms:.6g}"),
-                ("rocprof_kernels", f"{kernels} kernels in {n} calls (joined by MIOpen's roctx ranges)")))
-        catalog.kernel_time["rocprof"] = KernelTime(total_ms, attributed, len(dispatches))
+    kernel_time = KernelTime(total_ms, attributed, len(dispatches))
+    give_times(catalog, per_problem, "by MIOpen's roctx ranges", file, kernel_time)
     return RangeJoin(met, len(dispatches), total_ms, attributed, other_ms, no_range_ms, no_launch_ms, unmatched,
                      parted)
