@@ -208,9 +208,10 @@ def _on_trace_clock(totals: StartupTotals, summary: str, met: list[int], startup
     lo = min(firsts[i].at_ms for i in placed)
     hi = max(firsts[i].at_ms + firsts[i].cpu_ms for i in placed)
     named = f"the profiler trace {trace}" if trace else "the profiler trace"
-    note = (f"The log has no clock: {len(placed)} layers are placed by their first call in {named}, on its clock "
-            "(from its first event): the op's CPU time and its kernels' GPU time. The trace may have begun after "
-            "the run's first iteration.")
+    note = ("The log has no clock: " if trace else "") + (
+        f"{len(placed)} layers are placed by their first call in {named}, on its clock (from its first event): the "
+        "op's CPU time and its kernels' GPU time. The trace may have begun after the run's first iteration.")
+    note = note[:1].upper() + note[1:]
     if unplaced:
         note += f" {len(unplaced)} layers with first-iteration facts are not in the trace: listed after, unplaced."
     others = sum(n for name, n in traces.items() if name != trace)

@@ -169,3 +169,9 @@ def test_the_scanners_words_read_back_and_anything_else_is_no_first_call():
     assert trace_first(_Snap(profiler_first_call=first_call_text(0, 1, 2, 1, False))).paired is False
     for bad in ("", "at nan ms", "at 1 ms into the trace; x ms CPU; 2 ms GPU (1 kernels in the call)"):
         assert trace_first(_Snap(profiler_first_call=bad)) is None
+
+
+def test_a_trace_opened_alone_is_on_its_own_clock():
+    view = view_of(decode_paths([TRACE]))
+    assert view.clock_source == "trace" and len(view.rows) == 25
+    assert view.note.startswith("25 layers are placed by their first call in the profiler trace, on its clock")
