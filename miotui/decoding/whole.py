@@ -21,8 +21,6 @@ from miotui.sources.files import open_source
 _TRACE_HEAD = 256 * 1024
 NO_LOG_FOR_KERNEL_TRACE = ("a rocprofv3 kernel trace names no layers: decode it with the MIOpen log of the same "
                            "run (miotui decode run.log kernel_trace.csv)")
-#: the largest kernel trace joined (its rows are held to be sorted by time)
-KERNEL_TRACE_BYTES = 256 << 20
 
 
 def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 << 20) -> None:
@@ -90,10 +88,10 @@ def split_traces(paths: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 def join_traces(catalog: Catalog, traces: list[str], kernel_traces: Sequence[str] = ()) -> list[str]:
     """Each trace decoded on its own and its layer times given to ``catalog``'s layers of the
-    same identity (``miotui.formats.torch_profiler.join``); each rocprofv3 kernel trace joined
-    by the order of calls (``catalog`` a ``CallOrder``: ``miotui.formats.rocprof.join``); one
-    line per trace saying what matched."""
-    from miotui.formats.rocprof import CallOrder, KernelTraceError, join_kernel_trace, read_kernel_trace
+    same identity (``miotui.formats.torch_profiler.join``); each rocprofv3 output (kernel-trace
+    CSV or rocpd database) joined to the log's calls (``catalog`` a ``CallOrder``:
+    ``miotui.formats.rocprof.files``); one line per trace saying what matched and how."""
+    from miotui.formats.rocprof import KernelTraceError, join_kernel_file
     from miotui.formats.torch_profiler.join import join_trace
     lines = []
     for path in traces:
@@ -101,24 +99,10 @@ def join_traces(catalog: Catalog, traces: list[str], kernel_traces: Sequence[str
         decode_path(trace, path, path)
         lines.append(f"{path}: {join_trace(catalog, trace, path).line()}")
     for path in kernel_traces:
-        stream = open_source(path)
         try:
-            text = stream.read(KERNEL_TRACE_BYTES + 1)
-        finally:
-            stream.close()
-        problems: list = []
-        try:
-            if len(text) > KERNEL_TRACE_BYTES:
-                raise KernelTraceError(f"larger than {KERNEL_TRACE_BYTES >> 20} MiB: not joined")
-            if not isinstance(catalog, CallOrder):
-                raise KernelTraceError("no MIOpen log beside it to join to")
-            dispatches = list(read_kernel_trace(text.decode("utf-8", "replace"), problems))
+            lines.append(f"{path}: {join_kernel_file(catalog, path, path)}")
         except KernelTraceError as e:
             catalog.add_undecoded(1, f"rocprofv3 kernel trace: {e}", "", path)
-            continue
-        for line, reason in problems:
-            catalog.add_undecoded(line, reason, "", path)
-        lines.append(f"{path}: {join_kernel_trace(catalog, dispatches, path).line()}")
     return lines
 
 

@@ -32,12 +32,13 @@ from miotui.screens.detail_view import NOT_LOGGED, t
 from miotui.screens.messages import StartupChanged
 from miotui.views import units
 from miotui.views.startup_model import (
-    SPAN_CHARS,
     StartupView,
     compile_series,
+    gpu_cell,
     search_progress_text,
     settings_rows,
     span_bar,
+    timeline_caption,
     what_logged,
 )
 from miotui.widgets.footer import KeyFooter
@@ -191,6 +192,9 @@ class StartupScreen(Screen):
         elif not view.totals.timed:
             out.append("\n" if out.plain else "")
             out.append(t(UNTIMED_HINT, "yellow"))
+        if view.note:
+            out.append("\n" if out.plain else "")
+            out.append(t(view.note, "cyan"))
         if view.totals.unattributed:
             out.append("\n" if out.plain else "")
             ms = view.totals.unattributed_ms
@@ -246,20 +250,17 @@ class StartupScreen(Screen):
     @staticmethod
     def _timeline(view: StartupView, screen_width: int) -> Any:
         id_width = max(2, len(str(max((r.layer_id for r in view.rows), default=1))))
-        free = screen_width - 5 - id_width - sum(w + 1 for _, w in _FIXED) - 2
+        fixed = _FIXED + ((("GPU 1st", 8),) if view.clock_source == "trace" else ())
+        free = screen_width - 5 - id_width - sum(w + 1 for _, w in fixed) - 2
         label = max(_LABEL_MIN, min(_LABEL_MAX, free - _BAR_MIN, max((len(r.label) for r in view.rows), default=0)))
         width = max(_BAR_MIN, free - label)
-        legend = "  ".join(f"{c} {k}" for k, c in SPAN_CHARS.items())
-        caption = (f"when: {legend} on the log's clock; kernels: compiled+from the cache; — not logged"
-                   if view.clock else "no spans: the log has no clock; kernels: compiled+from the cache")
-        if view.more:
-            caption += f"; {view.more} more layers not listed"
+        caption = timeline_caption(view)
         table = Table(title="Timeline: the layers as MIOpen met them", title_justify="left", title_style="bold",
                       box=None, padding=(0, 1, 0, 0), pad_edge=False, header_style="bold dim", expand=False,
                       caption=caption, caption_justify="left", caption_style="dim")
         table.add_column("#", width=id_width, no_wrap=True, justify="right")
         table.add_column("layer", width=label, no_wrap=True, overflow="ellipsis")
-        for name, w in _FIXED:
+        for name, w in fixed:
             table.add_column(name, width=w, no_wrap=True, overflow="ellipsis",
                              justify="left" if name == "Find-Db" else "right")
         table.add_column("when", width=width, no_wrap=True)
@@ -271,7 +272,8 @@ class StartupScreen(Screen):
                           duration(s.find_ms, s.find_ms is not None or s.find_db == "miss"),
                           duration(s.tuning_ms, s.searched and s.find_db != "miss" or s.tuning_ms is not None),
                           duration(s.compile_ms, s.kernels_compiled > 0),
-                          kernels, Text(span_bar(row, view.clock, width), style="cyan"))
+                          kernels, *[gpu_cell(row)][:len(fixed) - len(_FIXED)],
+                          Text(span_bar(row, view.clock, width), style="cyan"))
         if not view.rows:
-            table.add_row("", Text("no layer has first-iteration facts yet", style="dim"), *([""] * 6))
+            table.add_row("", Text("no layer has first-iteration facts yet", style="dim"), *([""] * (len(fixed) + 1)))
         return table

@@ -15,8 +15,9 @@ from typing import Any, Sequence
 from miotui.catalog import Catalog
 from miotui.views.timing import measured_line
 
-KERNEL_TRACE_IN_APP = ("a rocprofv3 kernel trace is joined to a log by the order of its calls, which a followed "
-                       "log does not settle: use `miotui decode run.log kernel_trace.csv`")
+KERNEL_TRACE_IN_APP = ("a rocprofv3 trace is joined to a log's calls one for one, in order (through MIOpen's roctx "
+                       "ranges or by the kernels' order), which a followed log does not settle: use `miotui decode "
+                       "run.log results.db` (or kernel_trace.csv)")
 
 
 class LiveTraces:

@@ -24,7 +24,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from miotui.views.startup_model import StartupView, build_view, layer_label
+from miotui.views.startup_model import StartupView, build_view, layer_label, trace_first
 from miotui.views.timing import LayerTime, TimeSummary, layer_times, time_summary
 
 #: Seconds between catalog polls (the table updates at most this often).
@@ -99,6 +99,8 @@ class _Books:
         self.total_calls = 0
         self.startups: dict[int, Any] = {}
         self.labels: dict[int, str] = {}
+        #: each layer's first call in a joined profiler trace (the startup view's clock when the log has none)
+        self.firsts: dict[int, Any] = {}
         self.startup_version = -1
         #: a layer's first-iteration counts changed since the last view (the ledger may
         #: have moved in an earlier poll than the snapshot that carries the counts)
@@ -117,6 +119,10 @@ class _Books:
                 self.startups_moved = True
             if snap.id not in self.labels:
                 self.labels[snap.id] = layer_label(snap)
+            first = trace_first(snap)
+            if first is not None and self.firsts.get(snap.id) != first:
+                self.firsts[snap.id] = first
+                self.startups_moved = True
         self.times.update(layer_times(changed))     # per-call time and total (shares are the summary's)
         return time_summary(self.times)
 
@@ -134,7 +140,7 @@ class _Books:
             self.startup_version = ledger.version
             self.startups_moved = False
             totals, timeline = ledger.totals(), ledger.timeline()
-        return build_view(totals, timeline, self.startups, self.labels)
+        return build_view(totals, timeline, self.startups, self.labels, self.firsts)
 
 
 class Poller:

@@ -10,13 +10,24 @@ screen only lays it out.
 A layer's *span* is where its facts lie on the log's clock: each fact's clock is the
 moment of its last line (a compile's ``Saving binary``, a search's ``Done``, a Find's
 ``Chosen Algorithm``), and its duration reaches back from there.  Untimed logs (no
-elapsed-time or date-time field) have counts and no spans.
+elapsed-time or date-time field) have counts and no spans of their own.
+
+Why a profiler trace can stand in for the clock: joined to the log (``miotui train.log
+trace.json``), each layer carries its first call in the trace (``trace_first``): when it
+began on the trace's clock, how long the op ran on the CPU (a first call's autotuning and
+plan building are in there) and its kernels' GPU time.  Where the log has no clock, the view
+places the layers by those calls, on the trace's clock, and says so
+(``StartupView.clock_source``); where the log has a clock, the log's is used.  A trace need
+not hold the run's first iteration (a profiler schedule's warm-up skips it): the view says
+"the first call in the trace", never "the first iteration".
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence
 
 from miotui.startup import (
     COMPILE_TIME,
@@ -37,6 +48,12 @@ FIND, TUNE, COMPILE = "find", "tune", "compile"
 _SPAN_OF = {FIND_DONE: FIND, SEARCH_DONE: TUNE, KERNEL_COMPILED: COMPILE, COMPILE_TIME: COMPILE}
 #: the characters a span is drawn with, and what they mean (the screen's legend)
 SPAN_CHARS = {FIND: "─", TUNE: "▒", COMPILE: "█"}
+#: a layer's first call in a profiler trace (drawn under the log's spans; only on the trace's clock)
+CALL, CALL_CHAR = "call", "▓"
+#: the annotations a trace's layer carries (``miotui.formats.torch_profiler``'s scanner and join)
+FIRST_CALL, TRACE_FILE = "profiler_first_call", "profiler_trace"
+_FIRST_CALL = re.compile(r"at (\S+) ms into the trace; (\S+) ms CPU; (\S+) ms GPU \((\d+) kernels in the call\)"
+                         r"( as a backward data\+weights pair)?$")
 #: layers the timeline lists (the rest are counted)
 ROWS_SHOWN = 400
 #: the settings worth showing from the job's environment (with the log's own settings)
@@ -47,8 +64,37 @@ SETTING_NAMES = ("MIOPEN_FIND_MODE", "MIOPEN_FIND_ENFORCE", "MIOPEN_LOG_LEVEL", 
 
 
 @dataclass(frozen=True)
+class TraceFirst:
+    """A layer's first call in a profiler trace: when it began (ms from the trace's first
+    event), the op's CPU time, its kernels' GPU time (``paired``: a backward op's data and
+    weights gradients together, the kernels' names not saying which is which), and the
+    trace it came from ("" for the one trace opened on its own)."""
+
+    at_ms: float
+    cpu_ms: float
+    gpu_ms: float
+    kernels: int
+    paired: bool = False
+    trace: str = ""
+
+
+def trace_first(snapshot: Any) -> Optional[TraceFirst]:
+    """The layer's first call in a profiler trace, from its annotations (None: no trace
+    timed it, or the annotation does not read)."""
+    m = _FIRST_CALL.match(snapshot.annotation(FIRST_CALL))
+    if m is None:
+        return None
+    try:
+        at, cpu, gpu = (float(v) for v in m.group(1, 2, 3))
+    except ValueError:
+        return None
+    return TraceFirst(at, cpu, gpu, int(m.group(4)), m.group(5) is not None, snapshot.annotation(TRACE_FILE))
+
+
+@dataclass(frozen=True)
 class StartupRow:
-    """One layer as MIOpen met it: its first-iteration counts and its spans on the clock."""
+    """One layer as MIOpen met it: its first-iteration counts and its spans on the clock
+    (``gpu_ms``: its first call's GPU time, where the view is on a trace's clock)."""
 
     layer_id: int
     label: str
@@ -56,6 +102,8 @@ class StartupRow:
     start_ms: Optional[float] = None
     end_ms: Optional[float] = None
     spans: tuple[tuple[float, float, str], ...] = ()
+    gpu_ms: Optional[float] = None
+    gpu_paired: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,9 +115,13 @@ class StartupView:
     rows: tuple[StartupRow, ...] = ()
     #: layers with first-iteration facts that the list leaves out (beyond ``ROWS_SHOWN``)
     more: int = 0
-    #: the log's clock from the first fact to the last (None: an untimed log)
+    #: the clock from the first fact to the last (None: an untimed log and no trace)
     clock: Optional[tuple[float, float]] = None
     layers: int = 0
+    #: whose clock ``clock`` is: the log's, or a joined profiler trace's (the log has none)
+    clock_source: Optional[Literal["log", "trace"]] = None
+    #: what the trace's clock covers and what it leaves out (empty on the log's clock)
+    note: str = ""
 
     @property
     def anything(self) -> bool:
@@ -91,10 +143,11 @@ def layer_label(snapshot: Any) -> str:
 
 
 def build_view(totals: StartupTotals, timeline: Sequence[TimelineEntry], startups: Mapping[int, LayerStartup],
-               labels: Mapping[int, str]) -> StartupView:
+               labels: Mapping[int, str], firsts: Optional[Mapping[int, TraceFirst]] = None) -> StartupView:
     """The view of a ledger's totals and timeline, with each layer's counts (``startups``,
     from the catalog's snapshots: the timeline is bounded, the counts are not) and a short
-    label per layer."""
+    label per layer; ``firsts``, the layers' first calls in a joined profiler trace, place
+    the layers when the log has no clock (see the module)."""
     order: list[int] = []
     spans: dict[int, list[tuple[float, float, str]]] = {}
     bounds: dict[int, list[float]] = {}
@@ -117,15 +170,82 @@ def build_view(totals: StartupTotals, timeline: Sequence[TimelineEntry], startup
             spans[e.layer_id].append((start, e.clock_ms, kind))
     seen = set(order)
     order += sorted(i for i, s in startups.items() if i not in seen and s != NO_STARTUP)
+    clock = (lo, hi) if lo is not None and hi is not None and hi > lo else None
+    searched = sum(1 for s in startups.values() if s.searched)
+    summary = totals.summary(searched, len(startups))
+    if clock is None and lo is None and firsts:
+        return _on_trace_clock(totals, summary, order, startups, labels, firsts)
     rows = []
     for layer_id in order[:ROWS_SHOWN]:
         b = bounds.get(layer_id)
         rows.append(StartupRow(layer_id, labels.get(layer_id, f"layer {layer_id}"),
                                startups.get(layer_id, NO_STARTUP), b[0] if b else None, b[1] if b else None,
                                tuple(spans.get(layer_id, ()))))
-    searched = sum(1 for s in startups.values() if s.searched)
-    return StartupView(totals, totals.summary(searched, len(startups)), tuple(rows), max(0, len(order) - ROWS_SHOWN),
-                       (lo, hi) if lo is not None and hi is not None and hi > lo else None, len(startups))
+    return StartupView(totals, summary, tuple(rows), max(0, len(order) - ROWS_SHOWN), clock, len(startups),
+                       "log" if clock is not None else None)
+
+
+def _on_trace_clock(totals: StartupTotals, summary: str, met: list[int], startups: Mapping[int, LayerStartup],
+                    labels: Mapping[int, str], firsts: Mapping[int, TraceFirst]) -> StartupView:
+    """The view of a log with no clock, its layers placed by their first calls in a trace:
+    the trace that timed the most layers (each trace has its own clock: two are never mixed),
+    its layers in the order of their first calls, then the layers it does not have that the
+    log has facts for (``met``, in the order MIOpen met them), unplaced."""
+    traces = Counter(f.trace for f in firsts.values())
+    trace, _ = traces.most_common(1)[0]
+    placed = sorted((i for i, f in firsts.items() if f.trace == trace), key=lambda i: (firsts[i].at_ms, i))
+    in_trace = set(placed)
+    unplaced = [i for i in met if i not in in_trace]
+    rows = []
+    for layer_id in (placed + unplaced)[:ROWS_SHOWN]:
+        label, startup = labels.get(layer_id, f"layer {layer_id}"), startups.get(layer_id, NO_STARTUP)
+        f = firsts.get(layer_id) if layer_id in in_trace else None
+        if f is None:
+            rows.append(StartupRow(layer_id, label, startup))
+            continue
+        end = f.at_ms + f.cpu_ms
+        rows.append(StartupRow(layer_id, label, startup, f.at_ms, end, ((f.at_ms, end, CALL),), f.gpu_ms, f.paired))
+    lo = min(firsts[i].at_ms for i in placed)
+    hi = max(firsts[i].at_ms + firsts[i].cpu_ms for i in placed)
+    named = f"the profiler trace {trace}" if trace else "the profiler trace"
+    note = ("The log has no clock: " if trace else "") + (
+        f"{len(placed)} layers are placed by their first call in {named}, on its clock (from its first event): the "
+        "op's CPU time and its kernels' GPU time. The trace may have begun after the run's first iteration.")
+    note = note[:1].upper() + note[1:]
+    if unplaced:
+        note += f" {len(unplaced)} layers with first-iteration facts are not in the trace: listed after, unplaced."
+    others = sum(n for name, n in traces.items() if name != trace)
+    if others:
+        note += f" {others} layers timed by another trace are not placed (each trace has its own clock)."
+    return StartupView(totals, f"{summary}, first calls on the trace's clock", tuple(rows),
+                       max(0, len(placed) + len(unplaced) - ROWS_SHOWN), (lo, hi) if hi > lo else None,
+                       len(startups), "trace", note)
+
+
+def timeline_caption(view: StartupView) -> str:
+    """The line under the timeline: what its bar shows and on whose clock."""
+    legend = "  ".join(f"{c} {k}" for k, c in SPAN_CHARS.items())
+    if view.clock_source == "trace":
+        caption = (f"when: {CALL_CHAR} the layer's first call in the trace, on the trace's clock; GPU 1st: its "
+                   "kernels' GPU time")
+        if any(r.gpu_paired for r in view.rows):
+            caption += " (* a backward op's data and weights gradients together)"
+        caption += "; kernels: compiled+from the cache; — not logged"
+    elif view.clock:
+        caption = f"when: {legend} on the log's clock; kernels: compiled+from the cache; — not logged"
+    else:
+        caption = "no spans: the log has no clock; kernels: compiled+from the cache"
+    if view.more:
+        caption += f"; {view.more} more layers not listed"
+    return caption
+
+
+def gpu_cell(row: StartupRow) -> str:
+    """A row's first-call GPU time (``*``: shared by a backward op's two gradients), or
+    nothing where the trace has no call of it."""
+    if row.gpu_ms is None:
+        return ""
+    return units.time_ms(row.gpu_ms) + ("*" if row.gpu_paired else "")
 
 
 def span_bar(row: StartupRow, clock: Optional[tuple[float, float]], width: int) -> str:
@@ -143,11 +263,11 @@ def span_bar(row: StartupRow, clock: Optional[tuple[float, float]], width: int) 
     cells[cell(row.start_ms)] = "·"
     if row.end_ms is not None:
         cells[cell(row.end_ms)] = "·"
-    for kind in (FIND, TUNE, COMPILE):
+    for kind in (CALL, FIND, TUNE, COMPILE):
         for start, end, k in row.spans:
             if k == kind:
                 for i in range(cell(start), cell(end) + 1):
-                    cells[i] = SPAN_CHARS[kind]
+                    cells[i] = CALL_CHAR if kind == CALL else SPAN_CHARS[kind]
     return "".join(cells)
 
 

@@ -180,3 +180,38 @@ def test_a_layer_read_while_the_poller_joins_gets_its_time_too(tmp_path, expecte
     assert set(latest) == {timed[0], timed[1]}
     for problem, snap in latest.items():
         assert layer_times([snap])[snap.id].source == "profiler", f"{problem} posted without the trace's time"
+
+
+async def test_the_first_iteration_of_a_log_with_no_clock_is_on_the_traces_clock():
+    """``i`` with a log that gives the first-iteration view no clock (a cuDNN log) and its
+    trace: the layers are listed in the order of their first calls in the trace, each with
+    that call's GPU time, and the screen says the clock is the trace's.  The expected times
+    are the core's (``trace_first`` of ``miotui decode LOG TRACE``'s layers)."""
+    from miotui.screens.startup import StartupScreen
+    from miotui.views import units
+    from miotui.views.startup_model import layer_label, trace_first
+    firsts = {}
+    for snap in decode_paths([LOG, TRACE]).layers():
+        first = trace_first(snap)
+        firsts[(layer_label(snap), snap.problem)] = first
+    assert len(firsts) == 17 and all(firsts.values())
+    order = sorted(firsts, key=lambda k: firsts[k].at_ms)
+    app = app_for([LOG], traces=[TRACE])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 17, timeout=WAIT_S)
+        await wait_until(pilot, lambda: len(app.model.startup.rows) == 17, timeout=WAIT_S,
+                         what=lambda: f"the trace's first calls in the view: {app.model.startup.rows}")
+        await pilot.press("i")
+        await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready, timeout=WAIT_S)
+        screen = app.screen
+        notes = " ".join(plain(screen.query_one("#startup-notes")).split())
+        assert "17 layers are placed by their first call in the profiler trace" in notes
+        assert "The trace may have begun after the run's first iteration" in notes
+        timeline = plain(screen.query_one("#startup-timeline"))
+        assert "GPU 1st" in timeline and "on the trace's clock" in " ".join(timeline.split())
+        rows = [ln for ln in timeline.splitlines() if ln.split()[:1] and ln.split()[0].isdigit()]
+        by_id = {snap.id: snap for snap in app.model.layers.values()}
+        shown = [(layer_label(by_id[int(ln.split()[0])]), by_id[int(ln.split()[0])].problem) for ln in rows]
+        assert shown == order, "the layers in the order of their first calls in the trace"
+        for line, key in zip(rows, shown, strict=True):
+            assert units.time_ms(firsts[key].gpu_ms) in line and "▓" in line, line

@@ -124,11 +124,17 @@ def join_kernel_trace(catalog: CallOrder, dispatches: Sequence[Dispatch], file: 
         if len(call_runs) != len(kernel_runs):
             parted = (f"the log has {len(call_runs)} runs of calls, the trace {len(kernel_runs)} runs of kernels: "
                       "the ones past the shorter are not attributed")
+    give_times(catalog, per_problem, "by the order of calls", file, KernelTime(total_ms, attributed, len(kernels)))
+    not_miopen = total_ms - sum(d.ms for d in mine)
+    return KernelJoin(len(calls), len(kernels), total_ms, attributed, not_miopen, tuple(ambiguous), parted)
+
+
+def give_times(catalog: Catalog, per_problem: dict, how: str, file: str, kernel_time: KernelTime) -> None:
+    """Each problem's kernel time (``per_problem``: problem -> [ms, calls, kernels]) as its
+    ``rocprof`` annotations, saying ``how`` the kernels were joined, and the trace's totals."""
     with catalog.lock:
         for problem, (ms, n, k) in per_problem.items():
             catalog.add_sighting(problem, "mention", SOURCE, 0, file, count=False, annotations=(
                 ("rocprof_time_ms", f"{ms / n:.6g}"), ("rocprof_total_ms", f"{ms:.6g}"),
-                ("rocprof_kernels", f"{k} kernels in {n} calls (joined by the order of calls)")))
-        catalog.kernel_time["rocprof"] = KernelTime(total_ms, attributed, len(kernels))
-    not_miopen = total_ms - sum(d.ms for d in mine)
-    return KernelJoin(len(calls), len(kernels), total_ms, attributed, not_miopen, tuple(ambiguous), parted)
+                ("rocprof_kernels", f"{k} kernels in {n} calls (joined {how})")))
+        catalog.kernel_time["rocprof"] = kernel_time

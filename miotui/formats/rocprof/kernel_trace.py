@@ -44,10 +44,14 @@ def kernel_family(name: str) -> Optional[str]:
 
 @dataclass(frozen=True)
 class Dispatch:
+    """One kernel dispatch (``correlation``: the id of the API call that launched it, where
+    the trace ties them: the rocpd database)."""
+
     name: str
     start_ns: int
     end_ns: int
     family: Optional[str]
+    correlation: Optional[int] = None
 
     @property
     def ms(self) -> float:

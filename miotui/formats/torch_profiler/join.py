@@ -18,12 +18,14 @@ from typing import Sequence
 
 from miotui.catalog import Catalog, LayerSnapshot
 from miotui.diff import layout_of, match_layers
-from miotui.formats.torch_profiler.scanner import SOURCE
+from miotui.formats.torch_profiler.scanner import FIRST_CALL, SOURCE
 from miotui.views.timing import KernelTime
 
 #: the annotations a trace layer gives the log's layer
 CARRIED = ("profiler_time_ms", "profiler_total_ms", "profiler_kernels", "profiler_pair_ms", "profiler_pair_total_ms",
-           "profiler_pair")
+           "profiler_pair", FIRST_CALL)
+#: the annotation naming the trace a joined layer's times came from (each trace has its own clock)
+TRACE_FILE = "profiler_trace"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class TraceJoin:
                     continue
                 matched += 1
                 notes.append(("profiler_calls", f"{theirs.executions} calls in the trace"))
+                if self.file:
+                    notes.append((TRACE_FILE, self.file))
                 if mine.problem != theirs.problem:
                     notes.append(("profiler_match",
                                   f"matched without the layout (the trace: {layout_of(theirs.problem)})"))

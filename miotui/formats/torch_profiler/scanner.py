@@ -21,6 +21,8 @@ from miotui.kernel_attribution import Attribution, OpCall
 from miotui.views.timing import KernelTime
 
 SOURCE = "torch-profiler"
+#: the annotation that gives a layer's first call in the trace (``first_call_text``)
+FIRST_CALL = "profiler_first_call"
 #: launch and kernel events kept for the join (beyond this the trace is refused, saying so)
 EVENTS_KEPT = 20_000_000
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime")
@@ -70,6 +72,8 @@ class TraceScanner:
         self.join = Attribution(kernel_side)
         self._reader = EventReader(self._event)
         self._too_many = False
+        #: the trace's earliest event time (µs): its clock's zero, for each layer's first call
+        self._origin: Optional[float] = None
 
     @property
     def line_no(self) -> int:
@@ -109,6 +113,9 @@ class TraceScanner:
 
     def _event(self, event: dict, line: int) -> None:
         self.stats.events += 1
+        ts = event.get("ts")
+        if _number(ts) and (self._origin is None or ts < self._origin):
+            self._origin = float(ts)
         cat = event.get("cat")
         if cat == "kernel":
             args = event.get("args")
@@ -167,6 +174,7 @@ class TraceScanner:
         stats = self.stats
         stats.free_us, stats.free_kernels, stats.orphan_us, stats.orphan_kernels = self.join.attribute()
         per_row: dict[int, list] = {}   # row index -> [row, µs timed, calls timed, µs as a pair, pair calls, kernels]
+        firsts: dict[int, tuple] = {}   # row index -> (row, its first call, GPU µs of it, as a pair)
         for call in self.join.calls:
             us = sum(k[1] for k in call.kernels)
             if not call.rows:
@@ -181,6 +189,7 @@ class TraceScanner:
                         entry = per_row.setdefault(row.index, [row, 0.0, 0, 0.0, 0, 0])
                         entry[3] += split.combined
                         entry[4] += 1
+                        _earliest(firsts, row, call, split.combined, True)
                     continue
                 stats.backward_split += 1
                 stats.between_us += split.between_us
@@ -193,6 +202,7 @@ class TraceScanner:
                 entry[1] += t
                 entry[2] += 1
                 entry[5] += len(call.kernels)
+                _earliest(firsts, row, call, t, False)
         for row, us, calls, pair_us, pairs, kernels in per_row.values():
             notes = []
             if calls:
@@ -205,8 +215,30 @@ class TraceScanner:
                                             f"(the kernels' names do not say which is which)")]
             for name, value in notes:
                 self.catalog.annotate(row, name, value)
+        origin = self._origin if self._origin is not None else 0.0
+        for row, call, us, paired in firsts.values():
+            self.catalog.annotate(row, FIRST_CALL, first_call_text(call.start - origin, call.end - call.start, us,
+                                                                   len(call.kernels), paired))
         self.catalog.kernel_time["profiler"] = KernelTime(
             stats.kernel_us / 1000, (stats.layer_us + stats.pair_us) / 1000, stats.kernels)
+
+
+def _earliest(firsts: dict, row, call: OpCall, us: float, paired: bool) -> None:
+    """Keep ``call`` as ``row``'s first call if none earlier was seen (calls come in the
+    file's order, which need not be the clock's)."""
+    held = firsts.get(row.index)
+    if held is None or call.start < held[1].start:
+        firsts[row.index] = (row, call, us, paired)
+
+
+def first_call_text(at_us: float, cpu_us: float, gpu_us: float, kernels: int, paired: bool) -> str:
+    """A layer's first call in the trace, as its annotation says it (read back by the
+    first-iteration view, ``miotui.views.startup_model.trace_first``): when it began on the
+    trace's clock (from the trace's first event), how long the op ran on the CPU (a first
+    call's autotuning and plan building are in there), and its kernels' GPU time."""
+    pair = " as a backward data+weights pair" if paired else ""
+    return (f"at {at_us / 1000:.6g} ms into the trace; {cpu_us / 1000:.6g} ms CPU; "
+            f"{gpu_us / 1000:.6g} ms GPU ({kernels} kernels in the call){pair}")
 
 
 def _number(value: object) -> bool:
