@@ -21,7 +21,7 @@ backend fails its verdict.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -369,39 +369,28 @@ def basic_reference_name(problem: Problem, backend: str = "numpy") -> str:
     return OPS_REFERENCE.get(problem.op, f"float64 {problem.op}")
 
 
-def pool_outputs(problem: PoolProblem, inputs: dict[str, Any], backend: str = "numpy",
-                 cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    return _pool(problem, inputs), basic_reference_name(problem)
+Outputs = Callable[..., tuple[dict[str, np.ndarray], str]]
 
 
-def bnorm_outputs(problem: BatchNormProblem, inputs: dict[str, Any], backend: str = "numpy",
-                  cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    return _batchnorm(problem, inputs), basic_reference_name(problem)
-
-
-def activ_outputs(problem: ActivationProblem, inputs: dict[str, Any], backend: str = "numpy",
-                  cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    dy = _f64(inputs, "dy") if problem.direction != "fwd" else None
-    out = activation_oracle(problem.mode, _f64(inputs, "x"), dy, problem.alpha, problem.beta, problem.gamma)
-    return {"y" if dy is None else "dx": out}, basic_reference_name(problem)
-
-
-def lrn_outputs(problem: LRNProblem, inputs: dict[str, Any], backend: str = "numpy",
+def _outputs_of(compute: Callable[[Any, dict[str, Any], Optional[Any]], dict[str, np.ndarray]]) -> Outputs:
+    """A basic family's ``oracle`` entry: ``compute``'s float64 outputs (int8 has no
+    reference), with the reference's name."""
+    def outputs(problem: Problem, inputs: dict[str, Any], backend: str = "numpy",
                 cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    return _lrn(problem, inputs), basic_reference_name(problem)
+        _float_only(problem)
+        return compute(problem, inputs, cancel), basic_reference_name(problem)
+    return outputs
 
 
-def softmax_outputs(problem: SoftmaxProblem, inputs: dict[str, Any], backend: str = "numpy",
-                    cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    return _softmax(problem, inputs), basic_reference_name(problem)
+def _activation(p: ActivationProblem, t: dict[str, Any], cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
+    dy = _f64(t, "dy") if p.direction != "fwd" else None
+    out = activation_oracle(p.mode, _f64(t, "x"), dy, p.alpha, p.beta, p.gamma)
+    return {"y" if dy is None else "dx": out}
 
 
-def fusion_outputs(problem: FusionProblem, inputs: dict[str, Any], backend: str = "numpy",
-                   cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
-    _float_only(problem)
-    return _fusion(problem, inputs, cancel), basic_reference_name(problem)
+pool_outputs = _outputs_of(lambda p, t, cancel: _pool(p, t))
+bnorm_outputs = _outputs_of(lambda p, t, cancel: _batchnorm(p, t))
+activ_outputs = _outputs_of(_activation)
+lrn_outputs = _outputs_of(lambda p, t, cancel: _lrn(p, t))
+softmax_outputs = _outputs_of(lambda p, t, cancel: _softmax(p, t))
+fusion_outputs = _outputs_of(_fusion)

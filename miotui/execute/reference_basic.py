@@ -29,7 +29,7 @@ spatial mode, (1, C, *spatial) per activation, in the problem's ``param_dtype``.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -472,49 +472,47 @@ def _outputs(out: dict[str, np.ndarray], dt: np.dtype, cancel: Optional[CancelFl
     return {k: np.ascontiguousarray(v, dtype=dt) for k, v in out.items()}
 
 
-def pool_reference(problem: PoolProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-                   cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
-                   saved: object = None) -> dict[str, np.ndarray]:
-    t, dt = _checked(problem, inputs, precision, plain_tensor_names(problem)[0], cancel)
-    if problem.direction == "fwd":
-        return _outputs({"y": pool_forward(problem, t["x"], engine, cancel)}, dt, cancel)
-    return _outputs({"dx": pool_backward(problem, t["x"], t["dy"], engine, cancel)}, dt, cancel)
+Reference = Callable[..., dict[str, np.ndarray]]
 
 
-def bnorm_reference(problem: BatchNormProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-                    cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
-                    saved: object = None) -> dict[str, np.ndarray]:
-    t, dt = _checked(problem, inputs, precision, bnorm_tensor_names(problem)[0], cancel)
-    return _outputs(batchnorm(problem, t, dt), dt, cancel)
-
-
-def activ_reference(problem: ActivationProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-                    cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
-                    saved: object = None) -> dict[str, np.ndarray]:
-    t, dt = _checked(problem, inputs, precision, plain_tensor_names(problem)[0], cancel)
-    args = (problem.alpha, problem.beta, problem.gamma)
-    y = activation_forward(problem.mode, t["x"], *args)
-    out = {"y": y} if problem.direction == "fwd" else \
-        {"dx": activation_backward(problem.mode, t["x"], y, t["dy"], *args)}
-    return _outputs(out, dt, cancel)
-
-
-def lrn_reference(problem: LRNProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+def _reference_of(compute: Callable[[Any, dict[str, np.ndarray], np.dtype, str, Optional[CancelFlag]],
+                                    dict[str, np.ndarray]]) -> Reference:
+    """A basic family's ``reference`` entry: its inputs checked and converted
+    (:func:`_checked`), ``compute``'s outputs in the compute type."""
+    def reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
                   cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
                   saved: object = None) -> dict[str, np.ndarray]:
-    t, dt = _checked(problem, inputs, precision, plain_tensor_names(problem)[0], cancel)
-    out = {"y": lrn(problem, t["x"], None)} if problem.direction == "fwd" else \
-        {"dx": lrn(problem, t["x"], t["dy"])}
-    return _outputs(out, dt, cancel)
+        names = family_of(problem).tensor_names(problem)[0]
+        t, dt = _checked(problem, inputs, precision, names, cancel)
+        return _outputs(compute(problem, t, dt, engine, cancel), dt, cancel)
+    return reference
 
 
-def softmax_reference(problem: SoftmaxProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-                      cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
-                      saved: object = None) -> dict[str, np.ndarray]:
-    t, dt = _checked(problem, inputs, precision, plain_tensor_names(problem)[0], cancel)
-    out = {"y": softmax(problem, t["x"], None)} if problem.direction == "fwd" else \
-        {"dx": softmax(problem, t["x"], t["dy"])}
-    return _outputs(out, dt, cancel)
+def _pool(p: PoolProblem, t: dict[str, np.ndarray], dt: np.dtype, engine: str,
+          cancel: Optional[CancelFlag]) -> dict[str, np.ndarray]:
+    if p.direction == "fwd":
+        return {"y": pool_forward(p, t["x"], engine, cancel)}
+    return {"dx": pool_backward(p, t["x"], t["dy"], engine, cancel)}
+
+
+def _activation(p: ActivationProblem, t: dict[str, np.ndarray], dt: np.dtype, engine: str,
+                cancel: Optional[CancelFlag]) -> dict[str, np.ndarray]:
+    args = (p.alpha, p.beta, p.gamma)
+    y = activation_forward(p.mode, t["x"], *args)
+    return {"y": y} if p.direction == "fwd" else {"dx": activation_backward(p.mode, t["x"], y, t["dy"], *args)}
+
+
+def _dy(t: dict[str, np.ndarray]) -> Optional[np.ndarray]:
+    return t.get("dy")
+
+
+pool_reference = _reference_of(_pool)
+bnorm_reference = _reference_of(lambda p, t, dt, engine, cancel: batchnorm(p, t, dt))
+activ_reference = _reference_of(_activation)
+lrn_reference = _reference_of(lambda p, t, dt, engine, cancel:
+                              {"y" if _dy(t) is None else "dx": lrn(p, t["x"], _dy(t))})
+softmax_reference = _reference_of(lambda p, t, dt, engine, cancel:
+                                  {"y" if _dy(t) is None else "dx": softmax(p, t["x"], _dy(t))})
 
 
 def fusion_reference(problem: FusionProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
