@@ -28,7 +28,8 @@ serve, the same group in every package:
   different set than ``problems/ops.py``); the driver's ``commands/basic.py`` reads and
   writes activ, lrn and softmax (pool and bnorm have modules of their own there).
 * ``norm`` = layernorm, groupnorm (``problems/norm.py``, ``execute/reference_norm.py``,
-  ``execute/torch_norm.py``, which also holds reduce's torch op; ``commands/norms.py``).
+  ``execute/torch_norm.py``, which also holds reduce's torch op; ``driver/commands/norm.py``,
+  which was ``norms.py``).
 * ``ops`` = reduce and op (``problems/ops.py``); in ``driver/commands`` the generic op's
   drivers are split by era: ``ops.py`` (the 2024 tensor ops and the one ``OpProblem``
   writer), ``classic.py`` (tensorop, dropout, ctc, gemm), ``adam.py`` and ``reduce.py``.
@@ -227,7 +228,7 @@ def _table(name: str, problem_type: type, module: str, **entries: Any) -> Family
         underflow_floor=_NO_FLOOR,
         tensor_elems=Ref(_G, "table_tensor_elems"), torch_device_bytes=_NO_TORCH_EXTRA,
         with_batch=Ref(_G, "batch_first_dim"), batch_unit="along the first dimension",
-        not_modelled=Ref(_G, f"{name}_not_modelled"), driver_writer=Ref(f"{_C}.norms", f"write_{name}"),
+        not_modelled=Ref(_G, f"{name}_not_modelled"), driver_writer=Ref(f"{_C}.norm", f"write_{name}"),
         columns=NotApplicable(f"{name} fills only the columns every layer has (n c h w, output)"))
     shared.update(entries)
     return Family(name=name, problem_type=problem_type, **shared)

@@ -17,7 +17,7 @@ import re
 import shlex
 from typing import Optional, Sequence
 
-from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norms, ops, pool, reduce, rnn
+from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norm, ops, pool, reduce, rnn
 from miotui.driver.commands.common import Context, ParsedCommand, Reader
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.shell import find_commands
@@ -28,7 +28,7 @@ from miotui.problems import Problem
 #: the modules that read each driver family (each has READERS; a module may also have
 #: LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why)).  The
 #: writer of each problem type is its family's ``driver_writer`` (``miotui.families``).
-FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norms, reduce, adam, classic, ops)
+FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norm, reduce, adam, classic, ops)
 
 READERS: dict[str, Reader] = {}
 LOGGED_BASES: dict[str, tuple[str, str]] = {}
