@@ -21,6 +21,7 @@ import shlex
 from typing import IO, Any, Iterable, Mapping, Optional, Sequence
 
 from miotui.driver import DriverCommandError, to_driver_argv
+from miotui.families import UnknownFamily, family_of
 from miotui.formats import FORMATS
 from miotui.problems import (
     ActivationProblem,
@@ -62,40 +63,60 @@ def layer_columns(problem: Any) -> dict[str, Any]:
         "k": "", "filter": "", "pad": "", "stride": "", "dilation": "", "groups": "", "mode": "",
         "output": dims(getattr(problem, "output_shape", ())),
     }
-    conv: ConvProblem | None = None
-    if isinstance(problem, ConvProblem):
-        conv = problem
-        mode = problem.mode
-        if problem.pad_mode != "default":
-            mode += f" pad={problem.pad_mode}"
-        if problem.mode == "trans" and any(problem.trans_output_pads):
-            mode += f" adj={dims(problem.trans_output_pads)}"
-        if problem.in_layout != problem.fil_layout or problem.in_layout != problem.out_layout:
-            mode += f" w:{problem.fil_layout} y:{problem.out_layout}"
-        out["mode"] = mode
-    elif isinstance(problem, FusionProblem):
-        out["mode"] = problem.description
-        if problem.has_conv:
-            conv = problem.conv
-    elif isinstance(problem, PoolProblem):
-        out.update(filter=dims(problem.window), pad=dims(problem.pads), stride=dims(problem.strides),
-                   mode=problem.mode)
-    elif isinstance(problem, BatchNormProblem):
-        mode = problem.mode
-        if problem.param_dtype != problem.dtype:
-            mode += f" params:{problem.param_dtype}"
-        out["mode"] = mode
-    elif isinstance(problem, ActivationProblem):
-        out["mode"] = problem.mode_name
-    elif isinstance(problem, LRNProblem):
-        out.update(filter=str(problem.lrn_n), mode=problem.mode)
-    elif isinstance(problem, SoftmaxProblem):
-        out["mode"] = (("fast", "accurate", "log")[problem.algorithm] + " "
-                       + ("instance", "channel")[problem.mode])
-    if conv is not None:
-        out.update(k=conv.k, filter=dims(conv.filter), pad=dims(conv.pads), stride=dims(conv.strides),
-                   dilation=dims(conv.dilations), groups=conv.groups)
+    try:
+        columns = family_of(problem).columns
+    except UnknownFamily:
+        return out
+    if columns.applies:
+        out.update(columns(problem))
     return out
+
+
+def _conv_parts(conv: ConvProblem) -> dict[str, Any]:
+    return dict(k=conv.k, filter=dims(conv.filter), pad=dims(conv.pads), stride=dims(conv.strides),
+                dilation=dims(conv.dilations), groups=conv.groups)
+
+
+def conv_columns(problem: ConvProblem) -> dict[str, Any]:
+    """The convolution's geometry; ``mode`` adds its pad mode, transposed output padding and
+    any layouts that differ from the input's."""
+    mode = problem.mode
+    if problem.pad_mode != "default":
+        mode += f" pad={problem.pad_mode}"
+    if problem.mode == "trans" and any(problem.trans_output_pads):
+        mode += f" adj={dims(problem.trans_output_pads)}"
+    if problem.in_layout != problem.fil_layout or problem.in_layout != problem.out_layout:
+        mode += f" w:{problem.fil_layout} y:{problem.out_layout}"
+    return {"mode": mode, **_conv_parts(problem)}
+
+
+def fusion_columns(problem: FusionProblem) -> dict[str, Any]:
+    """The plan's description, and its convolution's geometry when it has one."""
+    return {"mode": problem.description, **(_conv_parts(problem.conv) if problem.has_conv else {})}
+
+
+def pool_columns(problem: PoolProblem) -> dict[str, Any]:
+    return dict(filter=dims(problem.window), pad=dims(problem.pads), stride=dims(problem.strides),
+                mode=problem.mode)
+
+
+def bnorm_columns(problem: BatchNormProblem) -> dict[str, Any]:
+    mode = problem.mode
+    if problem.param_dtype != problem.dtype:
+        mode += f" params:{problem.param_dtype}"
+    return {"mode": mode}
+
+
+def activ_columns(problem: ActivationProblem) -> dict[str, Any]:
+    return {"mode": problem.mode_name}
+
+
+def lrn_columns(problem: LRNProblem) -> dict[str, Any]:
+    return {"filter": str(problem.lrn_n), "mode": problem.mode}
+
+
+def softmax_columns(problem: SoftmaxProblem) -> dict[str, Any]:
+    return {"mode": ("fast", "accurate", "log")[problem.algorithm] + " " + ("instance", "channel")[problem.mode]}
 
 
 def _driver_argv(problem: Any) -> tuple[list[str] | None, str]:

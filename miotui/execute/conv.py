@@ -181,6 +181,27 @@ def run_conv(problem: ConvProblem, inputs: dict[str, np.ndarray], *, precision: 
     return {{"fwd": "y", "bwd": "dx", "wrw": "dw"}[direction]: out}
 
 
+def conv_reference(problem: ConvProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                   cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
+                   saved: object = None) -> dict[str, np.ndarray]:
+    """:func:`run_conv` as the conv family's reference entry (nothing is kept between runs)."""
+    return run_conv(problem, inputs, precision=precision, cancel=cancel, engine=engine, chunk_bytes=chunk_bytes)
+
+
+def conv_engine(problem: ConvProblem, engine: str = "numpy") -> str:
+    """The code path :func:`run_conv` takes, in words (for reports)."""
+    g = conv_geometry(problem)
+    if engine == "numba":
+        why = numba_kernels.available()
+        if why is None and numba_kernels.conv_applies(g, numba_kernels.kernel_of(problem)):
+            return "numba direct convolution (depthwise/small-group)"
+        if why is not None:
+            return f"numpy im2col+GEMM (numba unavailable: {why})"
+    if g.is_pointwise:
+        return "numpy 1x1 GEMM (no im2col)"
+    return "numpy im2col+GEMM"
+
+
 def _numba_applies(g: ConvGeometry, problem: ConvProblem) -> bool:
     return (numba_kernels.available() is None
             and numba_kernels.conv_applies(g, numba_kernels.kernel_of(problem)))

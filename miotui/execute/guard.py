@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from miotui.execute.host_memory import cgroup_memory
-from miotui.execute.layer_shapes import LAYER_TYPES, elems, layer_shapes, rnn_saved_elems
+from miotui.execute.layer_shapes import elems, layer_shapes, rnn_saved_elems
 from miotui.execute.protocol import Backend, RunSettings
+from miotui.families import UnknownFamily, family_of
 from miotui.problems import (
     DTYPE_BYTES,
     BatchNormProblem,
@@ -73,22 +74,30 @@ def fmt_bytes(n: float) -> str:
 
 
 def with_batch(problem: Problem, n: int) -> Problem:
-    """The same layer with ``n`` images (samples, rows of the first dimension).
+    """The same layer with ``n`` images (samples, rows of the first dimension): the family's
+    ``with_batch`` entry.
 
-    Most kinds have a batch field ``n``; layer / group norm and reductions take the first
-    dimension of their shape; an RNN scales its per-step batch sizes (:func:`rnn_with_batch`).
-    An op miotui does not model (``OpProblem``) has no batch it knows of.  Raises
-    ProblemError for a non-positive batch (the problem re-validates itself).
+    Most kinds have a batch field ``n`` (:func:`batch_field`); layer / group norm and
+    reductions take the first dimension of their shape (:func:`batch_first_dim`); an RNN
+    scales its per-step batch sizes (:func:`rnn_with_batch`).  An op miotui does not model
+    (``OpProblem``) has no batch it knows of.  Raises ProblemError for a non-positive batch
+    (the problem re-validates itself).
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ProblemError(f"batch must be a positive integer, got {n!r}")
-    if isinstance(problem, RNNProblem):
-        return rnn_with_batch(problem, n)
-    if isinstance(problem, (LayerNormProblem, GroupNormProblem, ReduceProblem)):
-        return dataclasses.replace(problem, shape=(n,) + problem.shape[1:])  # type: ignore[arg-type]
-    if isinstance(problem, OpProblem):
-        raise ProblemError(f"miotui does not know which dimension of {problem.name}'s tensors is a batch")
+    return family_of(problem).with_batch(problem, n)
+
+
+def batch_field(problem: Problem, n: int) -> Problem:
     return dataclasses.replace(problem, n=n)  # type: ignore[type-var]
+
+
+def batch_first_dim(problem: LayerNormProblem | GroupNormProblem | ReduceProblem, n: int) -> Problem:
+    return dataclasses.replace(problem, shape=(n,) + problem.shape[1:])
+
+
+def op_with_batch(problem: OpProblem, n: int) -> Problem:
+    raise ProblemError(f"miotui does not know which dimension of {problem.name}'s tensors is a batch")
 
 
 def rnn_with_batch(p: RNNProblem, n: int) -> RNNProblem:
@@ -126,34 +135,61 @@ def validate(problem: object) -> Optional[str]:
     backend can run: an unknown dtype is run as fp32 (said in the result's note), so only
     a value that is not a problem at all is refused here.
     """
-    from miotui.problems import PROBLEM_TYPES
-    if not isinstance(problem, PROBLEM_TYPES):
+    try:
+        family_of(problem)
+    except UnknownFamily:
         return f"not a layer miotui can run: {type(problem).__name__}"
     return None
 
 
 def not_modelled(problem: object) -> Optional[str]:
     """Why no in-process backend computes ``problem`` the way MIOpen does, or None (the
-    layer is real; only MIOpenDriver can run it)."""
-    if isinstance(problem, OpProblem):
-        if problem.missing:
-            return (f"miotui does not run {problem.name}; its MIOpenDriver command cannot be written either "
-                    f"(the log did not say {', '.join(problem.missing)})")
-        return f"miotui does not run {problem.name}; `d` launches its MIOpenDriver command"
-    if isinstance(problem, RNNProblem) and problem.dropout > 0 and problem.layers > 1:
+    layer is real; only MIOpenDriver can run it): the family's ``not_modelled`` entry."""
+    try:
+        entry = family_of(problem).not_modelled
+    except UnknownFamily:
+        return None   # validate() says what is wrong with it
+    return entry(problem) if entry.applies else None
+
+
+def op_not_modelled(problem: OpProblem) -> Optional[str]:
+    if problem.missing:
+        return (f"miotui does not run {problem.name}; its MIOpenDriver command cannot be written either "
+                f"(the log did not say {', '.join(problem.missing)})")
+    return f"miotui does not run {problem.name}; `d` launches its MIOpenDriver command"
+
+
+def rnn_not_modelled(problem: RNNProblem) -> Optional[str]:
+    if problem.dropout > 0 and problem.layers > 1:
         return (f"dropout {problem.dropout:g} between the stacked layers draws from MIOpen's own GPU random "
                 "generator (rocrand XORWOW states), which cannot be reproduced here; `d` launches its "
                 "MIOpenDriver command")
-    if isinstance(problem, GroupNormProblem) and problem.direction != "fwd":
+    return None
+
+
+def groupnorm_not_modelled(problem: GroupNormProblem) -> Optional[str]:
+    if problem.direction != "fwd":
         return "MIOpen has no group-norm backward (only miopenGroupNormForward): there is nothing to compare with"
-    if isinstance(problem, LayerNormProblem) and problem.variant == "addlayernorm" and problem.direction != "fwd":
+    return None
+
+
+def layernorm_not_modelled(problem: LayerNormProblem) -> Optional[str]:
+    if problem.variant == "addlayernorm" and problem.direction != "fwd":
         return ("MIOpen has no add-layer-norm backward (only miopenAddLayerNormForward): there is nothing to "
                 "compare with")
-    conv = problem.conv if isinstance(problem, FusionProblem) and problem.has_conv else problem
-    if isinstance(conv, ConvProblem) and conv.output_clamped:
+    return None
+
+
+def conv_not_modelled(problem: ConvProblem) -> Optional[str]:
+    if problem.output_clamped:
         return ("MIOpen clamps this layer's output to 1 pixel (its filter reaches past the padded input); "
                 "the reference and torch do not model that clamp")
     return None
+
+
+def fusion_not_modelled(problem: FusionProblem) -> Optional[str]:
+    """A fusion plan's convolution, clamped as :func:`conv_not_modelled` says."""
+    return conv_not_modelled(problem.conv) if problem.has_conv else None
 
 
 # ----------------------------------------------------------------------------- estimates
@@ -163,30 +199,45 @@ def _elems(shape: tuple[int, ...]) -> int:
 
 
 def tensor_elems(problem: Problem) -> tuple[int, int]:
-    """(input elements, output elements) of one run, from shapes alone.
+    """(input elements, output elements) of one run, from shapes alone: the family's
+    ``tensor_elems`` entry.
 
     Conv by direction (fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw); RNNs, layer / group
     norm and reductions from their tensor table (:mod:`layer_shapes`); batch norm counts
     x (and dy) plus per-channel parameters; the rest x (and y, dy) -> y or dx.
     """
-    if isinstance(problem, ConvProblem):
-        x, y, w = _elems(problem.input_shape), _elems(problem.output_shape), _elems(problem.weight_shape)
-        return {"fwd": (x + w, y), "bwd": (y + w, x), "wrw": (x + y, w)}[problem.direction]
-    if isinstance(problem, LAYER_TYPES):
-        ins, outs = layer_shapes(problem)
-        return elems(ins), elems(outs)
-    if isinstance(problem, FusionProblem):
-        x, y = _elems(problem.input_shape), _elems(problem.output_shape)
-        w = _elems(problem.conv.weight_shape) if problem.has_conv else 0
-        return x + w + 8 * max(problem.k, problem.c), y
+    return family_of(problem).tensor_elems(problem)
+
+
+def conv_tensor_elems(problem: ConvProblem) -> tuple[int, int]:
+    x, y, w = _elems(problem.input_shape), _elems(problem.output_shape), _elems(problem.weight_shape)
+    return {"fwd": (x + w, y), "bwd": (y + w, x), "wrw": (x + y, w)}[problem.direction]
+
+
+def table_tensor_elems(problem: Problem) -> tuple[int, int]:
+    ins, outs = layer_shapes(problem)
+    return elems(ins), elems(outs)
+
+
+def fusion_tensor_elems(problem: FusionProblem) -> tuple[int, int]:
+    x, y = _elems(problem.input_shape), _elems(problem.output_shape)
+    w = _elems(problem.conv.weight_shape) if problem.has_conv else 0
+    return x + w + 8 * max(problem.k, problem.c), y
+
+
+def bnorm_tensor_elems(problem: BatchNormProblem) -> tuple[int, int]:
+    x, y = _elems(problem.input_shape), _elems(problem.output_shape)
+    params = 6 * (x if problem.mode == "per_activation" else problem.c)
+    if problem.direction == "bwd":
+        return 2 * x + params, x + params
+    return x + params, y + params
+
+
+def plain_tensor_elems(problem: Problem) -> tuple[int, int]:
+    """x -> y forward; x, y, dy -> dx backward."""
     x = _elems(problem.input_shape)
     y = _elems(problem.output_shape)
-    if isinstance(problem, BatchNormProblem):
-        params = 6 * (x if problem.mode == "per_activation" else problem.c)
-        if problem.direction == "bwd":
-            return 2 * x + params, x + params
-        return x + params, y + params
-    if problem.direction == "bwd":   # x, y, dy -> dx
+    if problem.direction == "bwd":
         return x + 2 * y, x
     return x, y
 
@@ -218,22 +269,44 @@ def torch_bytes(problem: Problem, device: str = "cpu") -> tuple[int, int]:
     item = DTYPE_BYTES.get(problem.dtype, 4)
     host = (ins + outs) * _storage_bytes(problem) + outs * 4
     dev = (ins + outs) * max(item, 2) + outs * 4
-    if isinstance(problem, ConvProblem):
-        cg = problem.c // problem.groups if problem.mode != "trans" else problem.k // problem.groups
-        small = problem.in_spatial if problem.mode == "trans" else problem.out_spatial
-        cols = cg * problem.groups * _elems(problem.filter) * _elems(small) * 4
-        threads = 1 if device != "cpu" else min(problem.n, os.cpu_count() or 1)
-        dev += cols * threads
-        if problem.pad_mode != "default":
-            dev += ins * 4   # explicitly padded copy
-    if isinstance(problem, RNNProblem):
-        # the module's parameters (and for backward, the forward graph autograd keeps)
-        dev += problem.weight_count * 2 * item
-        if problem.direction != "fwd" or not problem.inference:
-            dev += rnn_saved_elems(problem) * 2 * max(item, 2)
+    extra = family_of(problem).torch_device_bytes
+    if extra.applies:
+        dev += extra(problem, device, ins)
     if device == "cpu":
         return host + dev, 0
     return host, dev
+
+
+def conv_torch_device_bytes(problem: ConvProblem, device: str, ins: int) -> int:
+    """The columns of one image per thread (what ATen's CPU fallback allocates; cuDNN/MIOpen
+    limit their workspace themselves), and an explicitly padded copy for a pad mode."""
+    cg = problem.c // problem.groups if problem.mode != "trans" else problem.k // problem.groups
+    small = problem.in_spatial if problem.mode == "trans" else problem.out_spatial
+    cols = cg * problem.groups * _elems(problem.filter) * _elems(small) * 4
+    threads = 1 if device != "cpu" else min(problem.n, os.cpu_count() or 1)
+    extra = cols * threads
+    if problem.pad_mode != "default":
+        extra += ins * 4   # explicitly padded copy
+    return extra
+
+
+def rnn_torch_device_bytes(problem: RNNProblem, device: str, ins: int) -> int:
+    """The module's parameters, and for backward (or training) the forward graph autograd keeps."""
+    item = DTYPE_BYTES.get(problem.dtype, 4)
+    extra = problem.weight_count * 2 * item
+    if problem.direction != "fwd" or not problem.inference:
+        extra += rnn_saved_elems(problem) * 2 * max(item, 2)
+    return extra
+
+
+def batch_unit(problem: Problem) -> str:
+    """What a batch of ``problem`` counts (images, samples, rows of the first dimension)."""
+    return family_of(problem).batch_unit
+
+
+def reference_modelled(problem: Problem) -> bool:
+    """Whether the reference has a memory model of ``problem`` (an op miotui does not run has not)."""
+    return family_of(problem).reference_bytes.applies
 
 
 def estimate_bytes(problem: Problem, backend: Backend, *, verify: bool = True,
@@ -247,7 +320,7 @@ def estimate_bytes(problem: Problem, backend: Backend, *, verify: bool = True,
     their inputs, so the sum is conservative by one copy of them).  ``device``: plan for
     this device instead of the backend's own.
     """
-    if backend.in_process and isinstance(problem, OpProblem):
+    if backend.in_process and not reference_modelled(problem):
         return _unmodelled_bytes(problem, verify)
     total = backend.memory_estimate(problem, RunSettings(backend=backend.name, verify=verify), device).host
     if verify and backend.in_process:
@@ -342,8 +415,7 @@ def _refusal(problem: Problem, backend: Backend, need: int, avail: int, n: int, 
             f"{'(with the float64 verification reference) ' if verify else ''}"
             f"but only {fmt_bytes(avail)} of {what} is free (keeping {int((1 - HEADROOM_FRACTION) * 100)}% "
             f"+ {fmt_bytes(RESERVE_BYTES)} headroom)")
-    unit = "samples" if isinstance(problem, RNNProblem) else (
-        "along the first dimension" if isinstance(problem, LAYER_TYPES) else "images")
+    unit = batch_unit(problem)
     if n >= 1:
         return (f"{head}; the largest batch that fits is {n} {unit} (run it with --batch {n}; "
                 f"the log's layer has N={problem.n})")

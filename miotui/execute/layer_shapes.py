@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 
+from miotui.families import family_of
 from miotui.problems import GroupNormProblem, LayerNormProblem, Problem, ReduceProblem, RNNProblem
 
 Shape = tuple[int, ...]
@@ -196,20 +197,19 @@ def reduce_shapes(p: ReduceProblem) -> tuple[dict[str, Shape], dict[str, Shape]]
 
 # ----------------------------------------------------------------------------- all
 
-LAYER_TYPES = (RNNProblem, LayerNormProblem, GroupNormProblem, ReduceProblem)
-
-
 def layer_shapes(problem: Problem) -> tuple[dict[str, Shape], dict[str, Shape]]:
-    """(inputs, outputs), name -> shape, for the kinds this module knows (see LAYER_TYPES)."""
-    if isinstance(problem, RNNProblem):
-        return rnn_shapes(problem)
-    if isinstance(problem, LayerNormProblem):
-        return layernorm_shapes(problem)
-    if isinstance(problem, GroupNormProblem):
-        return groupnorm_shapes(problem)
-    if isinstance(problem, ReduceProblem):
-        return reduce_shapes(problem)
-    raise TypeError(f"no tensor table for {type(problem).__name__}")
+    """(inputs, outputs), name -> shape: the tensor table of ``problem``'s family (rnn,
+    layernorm, groupnorm, reduce); TypeError for a family without one."""
+    table = family_of(problem).tensor_table
+    if not table.applies:
+        raise TypeError(f"no tensor table for {type(problem).__name__}")
+    return table(problem)
+
+
+def table_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(input names, output names) of a tensor-table family, in the table's order."""
+    ins, outs = layer_shapes(problem)
+    return tuple(ins), tuple(outs)
 
 
 def elems(shapes: dict[str, Shape]) -> int:

@@ -62,6 +62,7 @@ from miotui.execute.numba_plans import (
 )
 from miotui.execute.tensors import compute_dtype
 from miotui.execute.threads import CancelFlag, check_cancel, in_worker, kernel_pool, run_parallel
+from miotui.families import family_of
 from miotui.problems import ConvProblem, PoolProblem
 
 __all__ = ["available", "conv_applies", "conv_forward", "conv_backward_data", "conv_backward_weights",
@@ -150,12 +151,22 @@ def conv_applies(g: Any, kernel: Optional[str] = None) -> bool:
 def not_applicable(problem: Any) -> Optional[str]:
     """None when the direct kernels run ``problem`` (given numba is installed), else why
     not, in words for a result: the numba backend does not run such a layer at all
-    (numpy's path would run under numba's name)."""
-    if isinstance(problem, PoolProblem):
-        return None
-    if not isinstance(problem, ConvProblem):
+    (numpy's path would run under numba's name).  The family's ``numba_kernels`` entry
+    (:func:`conv_not_applicable`, :func:`pool_not_applicable`); the others have none."""
+    entry = family_of(problem).numba_kernels
+    if not entry.applies:
         return (f"numba's direct kernels cover depthwise/small-group convolutions and pooling, "
                 f"not {problem.op}")
+    return entry(problem)
+
+
+def pool_not_applicable(problem: PoolProblem) -> Optional[str]:
+    return None
+
+
+def conv_not_applicable(problem: ConvProblem) -> Optional[str]:
+    """Why numba's direct kernels do not run this convolution (dense, too many channels per
+    group, or strided on a small plane), or None."""
     g = conv_geometry(problem)
     if g.groups == 1:
         return ("a dense convolution: numba's direct kernels are for depthwise and small-group "
@@ -395,21 +406,26 @@ def _tiny_pool(dtype: np.dtype) -> dict[str, Callable[[], Any]]:
     return {"pool_fwd+bwd": both}
 
 
+def conv_warmup_kernels(problem: ConvProblem) -> Optional[Callable[[np.dtype], dict[str, Callable[[], Any]]]]:
+    g, kernel = conv_geometry(problem), kernel_of(problem)
+    if not conv_applies(g, kernel):
+        return None
+    return functools.partial(_tiny_conv, kernel=kernel, depthwise=dw_shape_ok(g))
+
+
+def pool_warmup_kernels(problem: PoolProblem) -> Optional[Callable[[np.dtype], dict[str, Callable[[], Any]]]]:
+    return _tiny_pool
+
+
 def warmup(problem: Any, precisions: tuple[str, ...] = ("fp32", "fp64")) -> float:
     """Import numba and compile (or load from cache) the kernels ``problem`` would use,
     for each compute precision; returns the seconds spent (0.0 when nothing was left to
     compile or numba does not apply).  Call it before timing a run."""
     if available() is not None:
         return 0.0
-    maker: Callable[[np.dtype], dict[str, Callable[[], Any]]]
-    if isinstance(problem, ConvProblem):
-        g, kernel = conv_geometry(problem), kernel_of(problem)
-        if not conv_applies(g, kernel):
-            return 0.0
-        maker = functools.partial(_tiny_conv, kernel=kernel, depthwise=dw_shape_ok(g))
-    elif isinstance(problem, PoolProblem):
-        maker = _tiny_pool
-    else:
+    entry = family_of(problem).numba_warmup
+    maker = entry(problem) if entry.applies else None
+    if maker is None:
         return 0.0
     start = time.perf_counter()
     try:

@@ -16,15 +16,21 @@ Tensor names and shapes come from :mod:`layer_shapes` (the problem's table, no m
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from miotui.execute.layer_shapes import groupnorm_shapes, layernorm_shapes, reduce_shapes, reduce_uses_beta
+from miotui.execute.layer_shapes import (
+    groupnorm_shapes,
+    layer_shapes,
+    layernorm_shapes,
+    reduce_shapes,
+    reduce_uses_beta,
+)
 from miotui.execute.tensors import ReferenceUnsupported
 from miotui.problems import REDUCE_OPS, GroupNormProblem, LayerNormProblem, ReduceProblem
 
-__all__ = ["reduce_oracle", "norm_oracle"]
+__all__ = ["reduce_oracle", "layernorm_oracle", "groupnorm_oracle"]
 
 #: the largest value of each compute type: what min / max start from
 _TYPE_MAX = {"fp16": 65504.0, "fp64": float(np.finfo(np.float64).max)}
@@ -161,10 +167,19 @@ def _groupnorm(p: GroupNormProblem, t: dict[str, Any]) -> dict[str, np.ndarray]:
     return {"y": y.reshape(outs["y"]), "mean": mean.reshape(outs["mean"]), "rstd": rstd.reshape(outs["rstd"])}
 
 
-def norm_oracle(p: LayerNormProblem | GroupNormProblem, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The outputs of a layer / add / T5 / group norm pass in float64."""
-    ins = (groupnorm_shapes(p) if isinstance(p, GroupNormProblem) else layernorm_shapes(p))[0]
-    missing = [name for name in ins if name not in inputs]
+def _norm(p: LayerNormProblem | GroupNormProblem, inputs: dict[str, Any],
+          compute: Callable[..., dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    missing = [name for name in layer_shapes(p)[0] if name not in inputs]
     if missing:
-        raise KeyError(f"{p.op} {p.direction} needs inputs {sorted(ins)} (got {sorted(inputs)})")
-    return _groupnorm(p, inputs) if isinstance(p, GroupNormProblem) else _layernorm(p, inputs)
+        raise KeyError(f"{p.op} {p.direction} needs inputs {sorted(layer_shapes(p)[0])} (got {sorted(inputs)})")
+    return compute(p, inputs)
+
+
+def layernorm_oracle(p: LayerNormProblem, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The outputs of a layer / add / T5 layer norm pass in float64."""
+    return _norm(p, inputs, _layernorm)
+
+
+def groupnorm_oracle(p: GroupNormProblem, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The outputs of a group norm pass in float64."""
+    return _norm(p, inputs, _groupnorm)

@@ -20,9 +20,12 @@ Where the code lives:
 * convolution: :mod:`conv` (inputs, dispatch, batch split, memory) on the underlying
   geometry of :mod:`conv_geometry`, with :mod:`conv_forward` (im2col + GEMM),
   :mod:`conv_backward_data` (GEMM + col2im) and :mod:`conv_backward_weights`;
-* RNNs, layer / group norm and reductions: :mod:`reference_layers` (:mod:`reference_rnn`,
-  :mod:`reference_norm`, :mod:`reference_reduce`; tensor names in :mod:`layer_shapes`);
-* the other layer kinds: :mod:`reference_ops` and :mod:`reference_pool`;
+* RNNs, layer / group norm and reductions: :mod:`reference_rnn`, :mod:`reference_norm`,
+  :mod:`reference_reduce` (tensor tables in :mod:`layer_shapes`, what they share in
+  :mod:`reference_tables`);
+* pooling, batch norm, activation, LRN, softmax and fusion: :mod:`reference_basic` and
+  :mod:`reference_pool`;
+* which of these a problem takes: its family's record (:mod:`miotui.families`);
 * numba's direct kernels (depthwise / small-group convolution, pooling):
   :mod:`numba_kernels`;
 * threads, cancellation and scratch buffers: :mod:`threads`; numpy's BLAS: :mod:`blas`.
@@ -34,22 +37,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from miotui.execute import numba_kernels, reference_ops
 from miotui.execute.blas import BLAS_CORETYPE_SET, BlasThreads, blas_info
-from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_names, run_conv
+from miotui.execute.conv import conv_peak_bytes, run_conv
 from miotui.execute.conv_geometry import CHUNK_BYTES, ConvGeometry, conv_geometry
-from miotui.execute.reference_layers import (
-    LAYER_TYPES,
-    layer_engine,
-    layer_make_inputs,
-    layer_peak_bytes,
-    layer_tensor_names,
-    prepare_layer,
-    run_layer_reference,
-)
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
 from miotui.execute.threads import THREADS, CancelFlag, Cancelled, release_workspace, shutdown_threads
-from miotui.problems import ConvProblem, FusionProblem, Problem
+from miotui.families import Ref, UnknownFamily, family_of
+from miotui.problems import Problem
 
 __all__ = [
     "Cancelled", "ReferenceUnsupported", "make_inputs", "run_reference", "prepare", "peak_bytes",
@@ -63,17 +57,25 @@ __all__ = [
 _BlasThreads = BlasThreads
 
 
+def _entry(problem: Problem, name: str) -> Ref:
+    """The reference entry ``name`` of ``problem``'s family; ReferenceUnsupported where the
+    family has none (an op miotui does not run) or ``problem`` is no layer at all."""
+    try:
+        entry = getattr(family_of(problem), name)
+    except UnknownFamily:
+        entry = None
+    if entry is None or not entry.applies:
+        raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+    return entry
+
+
 def tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(input names, output names) of a problem, in MIOpen's naming.
 
-    conv: fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw.  The other kinds are listed in
-    :mod:`miotui.execute.reference_ops`.
+    conv: fwd x,w -> y; bwd dy,w -> dx; wrw x,dy -> dw.  The basic kinds are listed in
+    :mod:`miotui.execute.reference_basic`, the others in :mod:`miotui.execute.layer_shapes`.
     """
-    if isinstance(problem, ConvProblem):
-        return conv_tensor_names(problem)
-    if isinstance(problem, LAYER_TYPES):
-        return layer_tensor_names(problem)
-    return reference_ops.tensor_names(problem)
+    return _entry(problem, "tensor_names")(problem)
 
 
 def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
@@ -84,21 +86,16 @@ def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
     (seed, name), so x is identical for the fwd and wrw problems of one layer.
     Conv data is uniform in [-1, 1) (int8: integers in [-32, 32]).
     """
-    if isinstance(problem, ConvProblem):
-        return conv_make_inputs(problem, seed)
-    if isinstance(problem, LAYER_TYPES):
-        return layer_make_inputs(problem, seed)
-    return reference_ops.make_inputs(problem, seed)
+    return _entry(problem, "make_inputs")(problem, seed)
 
 
 def prepare(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
             cancel: Optional[CancelFlag] = None) -> Optional[Any]:
     """Untimed work a backend's timed calls may start from (pass it to :func:`run_reference`
     as ``saved``): an RNN backward pass's forward, kept as MIOpen keeps its reserve space.
-    None for the other layers."""
-    if isinstance(problem, LAYER_TYPES):
-        return prepare_layer(problem, inputs, precision, cancel)
-    return None
+    None for the other layers (their family's ``prepare`` does not apply)."""
+    entry = family_of(problem).prepare
+    return entry(problem, inputs, precision, cancel) if entry.applies else None
 
 
 def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
@@ -117,13 +114,8 @@ def run_reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision:
     if engine not in ("numpy", "numba"):
         raise ValueError(f"engine must be numpy or numba, got {engine!r}")
     compute_dtype(problem, precision)  # validates precision
-    if isinstance(problem, ConvProblem):
-        return run_conv(problem, inputs, precision=precision, cancel=cancel, engine=engine,
-                        chunk_bytes=chunk_bytes)
-    if isinstance(problem, LAYER_TYPES):
-        return run_layer_reference(problem, inputs, precision, cancel, saved)
-    return reference_ops.run_op(problem, inputs, precision=precision, cancel=cancel, engine=engine,
-                                chunk_bytes=chunk_bytes)
+    return _entry(problem, "reference")(problem, inputs, precision=precision, cancel=cancel, engine=engine,
+                                        chunk_bytes=chunk_bytes, saved=saved)
 
 
 def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
@@ -132,28 +124,9 @@ def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[
     Conv replays the chunk plan of the run (so it is bounded by ``chunk_bytes`` plus
     the tensors themselves); the other kinds count their tensors and temporaries.
     """
-    if isinstance(problem, ConvProblem):
-        return conv_peak_bytes(problem, precision, chunk_bytes)
-    if isinstance(problem, LAYER_TYPES):
-        return layer_peak_bytes(problem, precision)
-    return reference_ops.peak_bytes(problem, precision, chunk_bytes)
+    return _entry(problem, "reference_bytes")(problem, precision, chunk_bytes)
 
 
 def engine_used(problem: Problem, engine: str = "numpy") -> str:
     """A short description of the code path :func:`run_reference` takes (for reports)."""
-    if isinstance(problem, ConvProblem):
-        g = conv_geometry(problem)
-        if engine == "numba":
-            why = numba_kernels.available()
-            if why is None and numba_kernels.conv_applies(g, numba_kernels.kernel_of(problem)):
-                return "numba direct convolution (depthwise/small-group)"
-            if why is not None:
-                return f"numpy im2col+GEMM (numba unavailable: {why})"
-        if g.is_pointwise:
-            return "numpy 1x1 GEMM (no im2col)"
-        return "numpy im2col+GEMM"
-    if isinstance(problem, FusionProblem):
-        return "numpy, fusion run as its parts"
-    if isinstance(problem, LAYER_TYPES):
-        return layer_engine(problem)
-    return reference_ops.engine_used(problem, engine)
+    return _entry(problem, "reference_engine")(problem, engine)

@@ -27,12 +27,14 @@ drivers draw them: x in [0, 1) (T5: [-1, 1)), dy in [-1, 1), parameters in [0, 1
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
-from miotui.execute.layer_shapes import groupnorm_shapes, layernorm_shapes, norm_param_shape, norm_stat_shape
+from miotui.execute.layer_shapes import layer_shapes, norm_param_shape, norm_stat_shape
+from miotui.execute.reference_tables import check_dtype
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, uniform
+from miotui.execute.threads import CancelFlag, check_cancel
 from miotui.problems import GroupNormProblem, LayerNormProblem
 
 __all__ = ["norm_make_inputs", "run_norm", "affine", "NON_AFFINE_MODES"]
@@ -70,8 +72,8 @@ def norm_make_inputs(p: LayerNormProblem | GroupNormProblem, seed: int) -> dict[
     """Seeded inputs as the drivers draw them (module docstring); fixed parameters (1 and 0)
     in the modes without learnable ones; backward statistics computed from x in float64."""
     dtype = "fp32" if p.dtype == "unknown" else p.dtype
-    ins = (groupnorm_shapes(p) if isinstance(p, GroupNormProblem) else layernorm_shapes(p))[0]
-    t5 = isinstance(p, LayerNormProblem) and p.variant == "t5layernorm"
+    ins = layer_shapes(p)[0]
+    t5 = getattr(p, "variant", "") == "t5layernorm"
     lo = -1.0 if t5 else 0.0
     out: dict[str, np.ndarray] = {}
     for name, shape in ins.items():
@@ -158,15 +160,50 @@ def _groupnorm(p: GroupNormProblem, t: dict[str, np.ndarray], dt: np.dtype) -> d
     return {"y": y.reshape(p.shape), "mean": mean.reshape(stat), "rstd": rstd.reshape(stat)}
 
 
-def run_norm(p: LayerNormProblem | GroupNormProblem, inputs: dict[str, np.ndarray],
-             precision: str = "fp32") -> dict[str, np.ndarray]:
-    """One pass (see :mod:`layer_shapes` for the tensor names)."""
+def run_norm(p: LayerNormProblem | GroupNormProblem, inputs: dict[str, np.ndarray], precision: str,
+             compute: Callable[..., dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One pass (see :mod:`layer_shapes` for the tensor names) by ``compute`` (the family's
+    own: :func:`_layernorm` or :func:`_groupnorm`), the inputs checked against the table."""
     dt = compute_dtype(p, precision)
-    ins = (groupnorm_shapes(p) if isinstance(p, GroupNormProblem) else layernorm_shapes(p))[0]
+    ins = layer_shapes(p)[0]
     for name, shape in ins.items():
         if name not in inputs:
             raise KeyError(f"{p.op} {p.direction} needs inputs {sorted(ins)} (got {sorted(inputs)})")
         if tuple(inputs[name].shape) != shape:
             raise ValueError(f"input {name!r} has shape {tuple(inputs[name].shape)}, the problem needs {shape}")
-    out = _groupnorm(p, inputs, dt) if isinstance(p, GroupNormProblem) else _layernorm(p, inputs, dt)
+    out = compute(p, inputs, dt)
     return {k: np.ascontiguousarray(v, dtype=dt) for k, v in out.items()}
+
+
+# ----------------------------------------------------------------------------- the families' entries
+
+def layernorm_inputs(p: LayerNormProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    check_dtype(p)
+    return norm_make_inputs(p, seed)
+
+
+def groupnorm_inputs(p: GroupNormProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    check_dtype(p)
+    return norm_make_inputs(p, seed)
+
+
+def _norm_reference(p: LayerNormProblem | GroupNormProblem, inputs: dict[str, np.ndarray], precision: str,
+                    cancel: Optional[CancelFlag], compute: Callable[..., dict[str, np.ndarray]]
+                    ) -> dict[str, np.ndarray]:
+    check_cancel(cancel)
+    check_dtype(p)
+    out = run_norm(p, inputs, precision, compute)
+    check_cancel(cancel)
+    return out
+
+
+def layernorm_reference(p: LayerNormProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                        cancel: Optional[CancelFlag] = None, engine: str = "numpy",
+                        chunk_bytes: Optional[int] = None, saved: object = None) -> dict[str, np.ndarray]:
+    return _norm_reference(p, inputs, precision, cancel, _layernorm)
+
+
+def groupnorm_reference(p: GroupNormProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                        cancel: Optional[CancelFlag] = None, engine: str = "numpy",
+                        chunk_bytes: Optional[int] = None, saved: object = None) -> dict[str, np.ndarray]:
+    return _norm_reference(p, inputs, precision, cancel, _groupnorm)

@@ -24,11 +24,14 @@ draws it (``prng::gen_canonical``); the prior output likewise.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 
 from miotui.execute.layer_shapes import reduce_shapes, reduce_uses_beta
+from miotui.execute.reference_tables import check_dtype, table_bytes
 from miotui.execute.tensors import compute_dtype, uniform
+from miotui.execute.threads import CancelFlag, check_cancel
 from miotui.problems import REDUCE_OPS, ReduceProblem
 
 __all__ = ["reduce_make_inputs", "run_reduce", "reduce_dtype", "extreme_start"]
@@ -126,3 +129,25 @@ def _extreme(p: ReduceProblem, op: str, v: np.ndarray) -> tuple[np.ndarray, np.n
         val = np.where(has, np.nan, val)
         idx = np.where(has, last, idx)
     return val.astype(v.dtype), idx
+
+
+# ----------------------------------------------------------------------------- the family's entries
+
+def reduce_inputs(p: ReduceProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    check_dtype(p)
+    return reduce_make_inputs(p, seed)
+
+
+def reduce_reference(p: ReduceProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                     cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
+                     saved: object = None) -> dict[str, np.ndarray]:
+    check_cancel(cancel)
+    check_dtype(p)
+    out = run_reduce(p, inputs, precision)
+    check_cancel(cancel)
+    return out
+
+
+def reduce_peak_bytes(p: ReduceProblem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """:func:`table_bytes` in the reduction's accumulation type (:func:`reduce_dtype`)."""
+    return table_bytes(p, reduce_dtype(p, precision).itemsize)

@@ -37,6 +37,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from miotui.execute.layer_shapes import elems, rnn_rows, rnn_saved_elems, rnn_shapes
+from miotui.execute.reference_tables import check_dtype
 from miotui.execute.rnn_layout import LayerWeights, SeqPacking, seq_packing, weight_views
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, storage_dtype, uniform
 from miotui.execute.threads import CancelFlag, check_cancel
@@ -340,3 +341,39 @@ def rnn_peak_bytes(p: RNNProblem, precision: str = "fp32") -> int:
         total += rnn_saved_elems(p) * it + rows * gh * it * 2 + rows * max(p.in_size, p.directions * p.hidden) * it
     return int(total + (1 << 16))
 
+
+# ----------------------------------------------------------------------------- the rnn family's entries
+
+def rnn_inputs(p: RNNProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    check_dtype(p)
+    return rnn_make_inputs(p, seed)
+
+
+def rnn_prepare(p: RNNProblem, inputs: dict[str, np.ndarray], precision: str = "fp32",
+                cancel: Optional[CancelFlag] = None) -> Optional[RNNForward]:
+    """What a timed call may start from: a backward pass's forward (MIOpen's backward calls
+    read the reserve space a forward call filled; torch's the graph of one).  None forward."""
+    if p.direction == "fwd":
+        return None
+    check_dtype(p)
+    return rnn_forward(p, inputs, precision, cancel)
+
+
+def rnn_reference(p: RNNProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                  cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
+                  saved: object = None) -> dict[str, np.ndarray]:
+    check_cancel(cancel)
+    check_dtype(p)
+    out = run_rnn(p, inputs, precision, cancel, saved if isinstance(saved, RNNForward) else None)
+    check_cancel(cancel)
+    return out
+
+
+def rnn_reference_bytes(p: RNNProblem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """:func:`rnn_peak_bytes` (the saved activations counted; no chunk plan)."""
+    return rnn_peak_bytes(p, precision)
+
+
+def rnn_engine(p: RNNProblem, engine: str = "numpy") -> str:
+    how = "; backward timed from a forward pass kept before timing" if p.direction != "fwd" else ""
+    return f"numpy {p.mode} (packed time steps, a BLAS product per step{how})"

@@ -11,19 +11,16 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from miotui.execute.torch_norm import torch_groupnorm, torch_layernorm, torch_reduce
+from miotui.families import Family, UnknownFamily, family_of
 from miotui.problems import (
     FUSION_ACTIV_MODES,
     ActivationProblem,
     BatchNormProblem,
     ConvProblem,
     FusionProblem,
-    GroupNormProblem,
-    LayerNormProblem,
     LRNProblem,
     PoolProblem,
     Problem,
-    ReduceProblem,
     RNNProblem,
     SoftmaxProblem,
 )
@@ -170,7 +167,7 @@ def torch_batchnorm(p: BatchNormProblem, t: dict[str, Any]) -> dict[str, Any]:
     running-average factor as the reference's (MIOpenDriver's eps 1e-3)."""
     import torch
 
-    from miotui.execute.reference_ops import BN_EPSILON, BN_EXP_AVG_FACTOR
+    from miotui.execute.reference_basic import BN_EPSILON, BN_EXP_AVG_FACTOR
     aten = torch.ops.aten
     x = _bn_flat(p, t["x"])
     pshape = tuple(t["scale"].shape)
@@ -308,42 +305,35 @@ def torch_softmax(p: SoftmaxProblem, t: dict[str, Any]) -> dict[str, Any]:
 
 
 def torch_run(problem: Problem, t: dict[str, Any], state: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """Dispatch one problem to its torch implementation (inputs/outputs by MIOpen name).
+    """Run one problem with its family's torch op (inputs/outputs by MIOpen name).
 
     ``state`` is what :func:`torch_prepare` set up for the layer (an RNN's module and,
-    backward, its forward graph); without it an RNN sets itself up on this call."""
-    if isinstance(problem, RNNProblem):
-        from miotui.execute.torch_rnn import torch_rnn  # brings numpy: only when an RNN runs
-        return torch_rnn(problem, t, state)
-    # an if-chain, not a table: functions are looked up when called (tests replace one to
-    # check that the comparison can fail)
-    if isinstance(problem, LayerNormProblem):
-        return torch_layernorm(problem, t)
-    if isinstance(problem, GroupNormProblem):
-        return torch_groupnorm(problem, t)
-    if isinstance(problem, ReduceProblem):
-        return torch_reduce(problem, t)
-    if isinstance(problem, ConvProblem):
-        return torch_conv(problem, t)
-    if isinstance(problem, PoolProblem):
-        return torch_pool(problem, t)
-    if isinstance(problem, BatchNormProblem):
-        return torch_batchnorm(problem, t)
-    if isinstance(problem, ActivationProblem):
-        return torch_activation(problem, t)
-    if isinstance(problem, LRNProblem):
-        return torch_lrn(problem, t)
-    if isinstance(problem, SoftmaxProblem):
-        return torch_softmax(problem, t)
-    if isinstance(problem, FusionProblem):
-        return torch_fusion(problem, t)
-    raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}")
+    backward, its forward graph): passed to the families that prepare one; without it an
+    RNN sets itself up on this call.  The op is looked up when called (tests replace one to
+    check that the comparison can fail)."""
+    family = _family(problem)
+    if not family.torch_op.applies:
+        raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}")
+    if family.torch_prepare.applies:
+        return family.torch_op(problem, t, state)
+    return family.torch_op(problem, t)
+
+
+def _family(problem: Problem) -> Family:
+    try:
+        return family_of(problem)
+    except UnknownFamily:
+        raise NotImplementedError(f"torch backend: no implementation for {type(problem).__name__}") from None
 
 
 def torch_describe(problem: Problem) -> str:
     """What a result's engine should add about how torch ran the layer ("" for most)."""
-    if not isinstance(problem, RNNProblem):
-        return ""
+    entry = _family(problem).torch_describe
+    return entry(problem) if entry.applies else ""
+
+
+def torch_rnn_describe(problem: RNNProblem) -> str:
+    """The rnn family's torch_describe: the module, and how skip input and backward run."""
     parts = [f"nn.{ {'lstm': 'LSTM', 'gru': 'GRU'}.get(problem.mode, 'RNN') }"]
     if problem.input_mode == "skip":
         parts.append("skip input as identity input matrices")
@@ -353,12 +343,12 @@ def torch_describe(problem: Problem) -> str:
 
 
 def torch_prepare(problem: Problem, t: dict[str, Any], state: dict[str, Any]) -> None:
-    """Untimed set-up before the timed calls: an RNN's module with MIOpen's parameters
-    loaded and, for a backward pass, its forward graph (MIOpen's backward likewise starts
-    from the reserve space of a forward call it does not time)."""
-    if isinstance(problem, RNNProblem):
-        from miotui.execute.torch_rnn import torch_rnn_prepare
-        torch_rnn_prepare(problem, t, state)
+    """Untimed set-up before the timed calls, where the family has one: an RNN's module with
+    MIOpen's parameters loaded and, for a backward pass, its forward graph (MIOpen's backward
+    likewise starts from the reserve space of a forward call it does not time)."""
+    entry = _family(problem).torch_prepare
+    if entry.applies:
+        entry(problem, t, state)
 
 
 def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
@@ -368,7 +358,7 @@ def torch_fusion(p: FusionProblem, t: dict[str, Any]) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
-    from miotui.execute.reference_ops import FUSION_BN_EPSILON
+    from miotui.execute.reference_basic import FUSION_BN_EPSILON
     h = torch_conv(p.conv, {"x": t["x"], "w": t["w"]})["y"] if p.has_conv else t["x"]
     if "bias" in t:
         h = h + t["bias"]

@@ -42,6 +42,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from miotui.families import UnknownFamily, family_of
 from miotui.problems import (
     REDUCE_OPS,
     ActivationProblem,
@@ -203,39 +204,73 @@ def _two_byte(dtype: str) -> bool:
 
 def tolerance_for(problem: Problem, algorithm: Optional[str] = None) -> tuple[float, str]:
     """(tolerance, why) MIOpenDriver would apply to this layer's comparison (see the module
-    docstring); ``algorithm`` is the algorithm/solver that produced the result, if known."""
-    if isinstance(problem, ConvProblem):
-        return _conv_tolerance(problem, algorithm)
+    docstring); ``algorithm`` is the algorithm/solver that produced the result, if known.
+    The rule is the family's ``tolerance`` entry (:mod:`miotui.families`)."""
+    try:
+        entry = family_of(problem).tolerance
+    except UnknownFamily:
+        entry = None
+    if entry is None or not entry.applies:
+        raise TypeError(f"no tolerance for {type(problem).__name__}")
+    return entry(problem, algorithm)
+
+
+def conv_tolerance(problem: ConvProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _conv_tolerance(problem, algorithm)
+
+
+def bnorm_tolerance(problem: BatchNormProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
     dt = problem.dtype
-    if isinstance(problem, BatchNormProblem):
-        base = 5e-4 if _two_byte(dt) else 1e-4
-        if problem.direction == "bwd":
-            return base * 1000, f"rms_range {base:g} x1000 for backward batch norm (bn_driver VerifyBackward)"
-        return base, f"rms_range {base:g} for {'16-bit' if _two_byte(dt) else dt} batch norm (RMSTOL)"
-    if isinstance(problem, PoolProblem):
-        if problem.direction == "fwd":
-            tol = 1e-6 if dt == "fp64" else (5e-3 if _two_byte(dt) else 1e-5)
-            return tol, f"max |diff| {tol:g} per element for {dt} forward pooling (pool_driver VerifyForward)"
-        tol = 5e-3 if _two_byte(dt) else 1e-6
-        return tol, f"RMS of the difference {tol:g} for {dt} backward pooling (mloVerify)"
-    if isinstance(problem, (ActivationProblem, FusionProblem)):
-        eps = _EPSILON.get(dt, _EPSILON["fp32"])
-        what = "activation" if isinstance(problem, ActivationProblem) else "CBAInfer fusion"
-        return 80 * eps, (f"every element within 80 x eps({dt}) = {80 * eps:.3g}, absolutely or relatively "
-                          f"({what} driver)")
-    if isinstance(problem, LRNProblem):
-        tol = 1.5e-4 if problem.direction == "fwd" else 6e-5
-        return tol, f"rms_range {tol:g} for LRN {problem.direction} (lrn_driver)"
-    if isinstance(problem, SoftmaxProblem):
-        tol = 5e-2 if dt == "fp16" else 1e-3
-        return tol, f"rms_range {tol:g} for {dt} softmax (softmax_driver: 5e-2 for half, else 1e-3)"
-    if isinstance(problem, RNNProblem):
-        return _rnn_tolerance(dt)
-    if isinstance(problem, (LayerNormProblem, GroupNormProblem)):
-        return _norm_tolerance(problem.op, dt)
-    if isinstance(problem, ReduceProblem):
-        return _reduce_tolerance(problem)
-    raise TypeError(f"no tolerance for {type(problem).__name__}")
+    base = 5e-4 if _two_byte(dt) else 1e-4
+    if problem.direction == "bwd":
+        return base * 1000, f"rms_range {base:g} x1000 for backward batch norm (bn_driver VerifyBackward)"
+    return base, f"rms_range {base:g} for {'16-bit' if _two_byte(dt) else dt} batch norm (RMSTOL)"
+
+
+def pool_tolerance(problem: PoolProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    dt = problem.dtype
+    if problem.direction == "fwd":
+        tol = 1e-6 if dt == "fp64" else (5e-3 if _two_byte(dt) else 1e-5)
+        return tol, f"max |diff| {tol:g} per element for {dt} forward pooling (pool_driver VerifyForward)"
+    tol = 5e-3 if _two_byte(dt) else 1e-6
+    return tol, f"RMS of the difference {tol:g} for {dt} backward pooling (mloVerify)"
+
+
+def _elementwise_tolerance(dt: str, what: str) -> tuple[float, str]:
+    eps = _EPSILON.get(dt, _EPSILON["fp32"])
+    return 80 * eps, (f"every element within 80 x eps({dt}) = {80 * eps:.3g}, absolutely or relatively "
+                      f"({what} driver)")
+
+
+def activ_tolerance(problem: ActivationProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _elementwise_tolerance(problem.dtype, "activation")
+
+
+def fusion_tolerance(problem: FusionProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _elementwise_tolerance(problem.dtype, "CBAInfer fusion")
+
+
+def lrn_tolerance(problem: LRNProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    tol = 1.5e-4 if problem.direction == "fwd" else 6e-5
+    return tol, f"rms_range {tol:g} for LRN {problem.direction} (lrn_driver)"
+
+
+def softmax_tolerance(problem: SoftmaxProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    dt = problem.dtype
+    tol = 5e-2 if dt == "fp16" else 1e-3
+    return tol, f"rms_range {tol:g} for {dt} softmax (softmax_driver: 5e-2 for half, else 1e-3)"
+
+
+def rnn_tolerance(problem: RNNProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _rnn_tolerance(problem.dtype)
+
+
+def norm_tolerance(problem: LayerNormProblem | GroupNormProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _norm_tolerance(problem.op, problem.dtype)
+
+
+def reduce_tolerance(problem: ReduceProblem, algorithm: Optional[str] = None) -> tuple[float, str]:
+    return _reduce_tolerance(problem)
 
 
 def _rnn_tolerance(dt: str) -> tuple[float, str]:
@@ -282,25 +317,47 @@ _SMALLEST_NORMAL = {"fp16": 2.0 ** -14, "fp64": 2.0 ** -1022}
 
 
 def _underflow_floor(problem: Problem) -> Optional[float]:
+    """The magnitude below which values are compared as 0 (the family's ``underflow_floor``),
+    None where the family has none."""
+    entry = family_of(problem).underflow_floor
+    return entry(problem) if entry.applies else None
+
+
+def reduce_underflow_floor(problem: ReduceProblem) -> Optional[float]:
     """For a product reduction, the magnitude below which values are compared as 0; None
-    for everything else.  MIOpenDriver's own check (an fp32 host product against the
+    for the other reductions.  MIOpenDriver's own check (an fp32 host product against the
     device's) would fail on such values as well."""
-    if isinstance(problem, ReduceProblem) and REDUCE_OPS[problem.reduce_op] == "mul":
+    if REDUCE_OPS[problem.reduce_op] == "mul":
         return _SMALLEST_NORMAL.get(problem.dtype, 2.0 ** -126)
     return None
 
 
 def _exact(problem: Problem, name: str) -> bool:
-    """Outputs MIOpenDriver requires to match exactly (a reduction's indices)."""
-    return isinstance(problem, ReduceProblem) and name == "indices"
+    """Outputs MIOpenDriver requires to match exactly (the family's ``exact_outputs``)."""
+    entry = family_of(problem).exact_outputs
+    return entry.applies and name in entry(problem)
+
+
+def reduce_exact_outputs(problem: ReduceProblem) -> frozenset[str]:
+    """A reduction's indices (reduce_driver compares them element by element)."""
+    return frozenset({"indices"})
 
 
 def _metric(problem: Problem) -> str:
-    if isinstance(problem, PoolProblem):
-        return "max_abs" if problem.direction == "fwd" else "rms"
-    if isinstance(problem, (ActivationProblem, FusionProblem)):
-        return "elementwise"
+    return family_of(problem).metric(problem)
+
+
+def rms_range_metric(problem: Problem) -> str:
     return "rms_range"
+
+
+def elementwise_metric(problem: Problem) -> str:
+    return "elementwise"
+
+
+def pool_metric(problem: PoolProblem) -> str:
+    """pool_driver: forward max |diff| per element, backward the plain RMS (mloVerify)."""
+    return "max_abs" if problem.direction == "fwd" else "rms"
 
 
 _METRIC_TEXT = {

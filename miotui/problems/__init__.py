@@ -2,9 +2,10 @@
 
 A *problem* is what MIOpen calls the description of one operation (tensor shapes,
 convolution geometry, data type, layout) plus its *direction*.  Every decoder in
-``miotui.logs`` produces these values, the driver-command builder in
+``miotui.formats`` produces these values, the driver-command builder in
 ``miotui.driver`` turns them into ``MIOpenDriver`` argv and back, and the execution
-core runs them.  They are hashable, so the catalog can key unique layers on the value
+core runs them; what each package does per problem type is that type's family record
+(``miotui.families``).  They are hashable, so the catalog can key unique layers on the value
 itself; ``key`` gives the same identity as a stable string for export and caching.
 
 Shapes are always given in MIOpen's logical order (N, C, [D,] H, W), whatever the

@@ -487,10 +487,10 @@ def test_fuzz_parse_and_write_raise_only_command_errors(base, tokens, fn, versio
 def test_flags_a_logged_line_must_have_are_ones_miopen_prints():
     """The readers call a Command line cut when it lacks a flag; each such flag is one the
     family's LOGGED_FLAGS table says every MIOpen since the first era with -F prints."""
-    from miotui.driver.commands import adam, classic, norms, reduce, rnn
+    from miotui.driver.commands import adam, classic, norm, reduce, rnn
     from miotui.driver.spec import parse_version
     from miotui.driver.tables import logged_flags
-    for module in (adam, classic, norms, reduce, rnn):
+    for module in (adam, classic, norm, reduce, rnn):
         for family, required in module.LOGGED_REQUIRED.items():
             eras = logged_flags(family)
             assert eras, family

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from miotui.execute import oracle, oracle_conv, oracle_ops, reference
+from miotui.execute import oracle, oracle_basic, oracle_conv, reference
 from miotui.execute.oracle import reference_name, reference_outputs
 from miotui.execute.protocol import RunSettings
 from miotui.execute.runner import clear_cache, run_layer
@@ -41,7 +41,7 @@ from miotui.problems import (
 )
 
 EXECUTE = Path(__file__).resolve().parents[2] / "miotui" / "execute"
-ORACLE_MODULES = ("oracle_conv", "oracle_ops", "oracle_layers")
+ORACLE_MODULES = ("oracle_conv", "oracle_basic", "oracle_layers")
 #: what the reference modules may import from the package, and which names
 ALLOWED = {
     "miotui.problems": None,                     # the problem's definition: any name
@@ -360,8 +360,8 @@ def _mut_torch_pad(mp):
 
 
 def _mut_bn_epsilon(mp):
-    from miotui.execute import reference_ops
-    mp.setattr(reference_ops, "BN_EPSILON", 0.1)
+    from miotui.execute import reference_basic
+    mp.setattr(reference_basic, "BN_EPSILON", 0.1)
 
 
 def _mut_pool_count(mp):
@@ -371,9 +371,9 @@ def _mut_pool_count(mp):
 
 
 def _mut_lrn_window(mp):
-    from miotui.execute import reference_ops
-    orig = reference_ops._window_sum
-    mp.setattr(reference_ops, "_window_sum", lambda a, axes, before, after: orig(a, axes, before + 1, after - 1))
+    from miotui.execute import reference_basic
+    orig = reference_basic._window_sum
+    mp.setattr(reference_basic, "_window_sum", lambda a, axes, before, after: orig(a, axes, before + 1, after - 1))
 
 
 def _mut_reduce_order(mp):
@@ -389,9 +389,9 @@ def _mut_norm_eps(mp):
 
 
 def _mut_softmax_alpha(mp):
-    from miotui.execute import reference_ops
-    orig = reference_ops.softmax
-    mp.setattr(reference_ops, "softmax", lambda p, x, dy: orig(dataclasses.replace(p, alpha=p.alpha * 1.01), x, dy))
+    from miotui.execute import reference_basic
+    orig = reference_basic.softmax
+    mp.setattr(reference_basic, "softmax", lambda p, x, dy: orig(dataclasses.replace(p, alpha=p.alpha * 1.01), x, dy))
 
 
 _CONV = ConvProblem("fwd", "fp32", 2, 8, 8, (9, 9), (3, 3), (1, 1), (1, 1), (1, 1))
@@ -448,7 +448,7 @@ def test_a_bug_in_the_conv_reference_fails_the_verdict(backend, monkeypatch):
 
 def test_a_bug_in_the_ops_reference_fails_the_verdict(monkeypatch):
     assert _verdict(_BN, "numpy").status == "ok"
-    monkeypatch.setattr(oracle_ops, "BATCHNORM_EPS", 0.1)
+    monkeypatch.setattr(oracle_basic, "BATCHNORM_EPS", 0.1)
     assert _verdict(_BN, "numpy").status == "failed"
 
 
@@ -505,7 +505,7 @@ def test_pooling_in_chunks_gives_the_same_numbers(monkeypatch):
             p = PoolProblem(direction, "fp32", 5, 3, (9, 8), (3, 3), (1, 1), (2, 2), mode)
             t = reference.make_inputs(p, 4)
             whole, _ = reference_outputs(p, t)
-            monkeypatch.setattr(oracle_ops, "POOL_CHUNK_BYTES", 1)
+            monkeypatch.setattr(oracle_basic, "POOL_CHUNK_BYTES", 1)
             parts, _ = reference_outputs(p, t)
             monkeypatch.undo()
             (name, want), = whole.items()

@@ -346,8 +346,6 @@ def test_timed_backward_calls_start_from_one_kept_forward(monkeypatch):
         return real(p, inputs, precision, cancel)
 
     monkeypatch.setattr(reference_rnn, "rnn_forward", counting)
-    import miotui.execute.reference_layers as layers
-    monkeypatch.setattr(layers, "rnn_forward", counting)
     p = RNNProblem("wrw", "fp32", "gru", (4, 3), 2, 3, 3)
     res = run_layer(p, RunSettings(backend="numpy", iters=5, warmup=2), use_cache=False)
     assert res.status == "ok" and "kept before timing" in res.engine

@@ -3,7 +3,8 @@
 Reading: the base argument picks the driver family (``miotui.driver.tables``), whose reader
 (one module per family here) reads the flags the way that driver does (``miotui.driver.flags``)
 and builds the problems the command names (one per direction it runs).  Writing: one writer
-per problem type spells the command for a target driver version (today's when none is asked).
+per problem type, its family's ``driver_writer`` (``miotui.families``), spells the command for
+a target driver version (today's when none is asked).
 
 Log text is untrusted: every value read is validated (integers in range, whitelisted names),
 and what is written is an argv list of validated values, never a shell string.
@@ -14,25 +15,25 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
-from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norms, ops, pool, reduce, rnn
+from miotui.driver.commands import adam, basic, bnorm, classic, conv, fusion, norm, ops, pool, reduce, rnn
 from miotui.driver.commands.common import Context, ParsedCommand, Reader
 from miotui.driver.flags import DriverCommandError
 from miotui.driver.shell import find_commands
 from miotui.driver.tables import SUBCOMMANDS, subcommand_for_base
+from miotui.families import UnknownFamily, family_of
 from miotui.problems import Problem
 
-#: the modules that read and write each family (each has READERS and WRITERS; a module may
-#: also have LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why))
-FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norms, reduce, adam, classic, ops)
+#: the modules that read each driver family (each has READERS; a module may also have
+#: LOGGED_BASES: base names MIOpen logs that no driver accepts -> (real base, why)).  The
+#: writer of each problem type is its family's ``driver_writer`` (``miotui.families``).
+FAMILY_MODULES = (conv, fusion, pool, bnorm, basic, rnn, norm, reduce, adam, classic, ops)
 
 READERS: dict[str, Reader] = {}
-WRITERS: dict[type, Callable[..., list[str]]] = {}
 LOGGED_BASES: dict[str, tuple[str, str]] = {}
 for _module in FAMILY_MODULES:
     READERS.update(_module.READERS)
-    WRITERS.update(_module.WRITERS)
     LOGGED_BASES.update(getattr(_module, "LOGGED_BASES", {}))
 
 #: every base argument any MIOpenDriver has had, and every misspelling MIOpen logs
@@ -144,9 +145,12 @@ def to_driver_argv(problem: Problem, version: Optional[tuple[int, ...]] = None) 
     driver for, a parameter the log did not give); the value is otherwise always complete
     and paste-able.
     """
-    writer = WRITERS.get(type(problem))
-    if writer is None:
-        raise DriverCommandError(f"no MIOpenDriver command for {type(problem).__name__}")
+    try:
+        writer = family_of(problem).driver_writer
+    except UnknownFamily:
+        raise DriverCommandError(f"no MIOpenDriver command for {type(problem).__name__}") from None
+    if not writer.applies:
+        raise DriverCommandError(f"no MIOpenDriver command for {type(problem).__name__}: {writer.why}")
     return writer(problem, version)
 
 

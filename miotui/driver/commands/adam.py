@@ -79,4 +79,3 @@ def write_adam(p: OpProblem, version: Optional[tuple[int, ...]] = None) -> list[
 
 READERS = {"adam": read_adam, "ampadam": read_adam, "transformersadamw": read_adam, "transformersampadamw": read_adam}
 OP_WRITERS = {"adam": write_adam, "transformersadamw": write_adam}
-WRITERS: dict = {}

@@ -88,4 +88,3 @@ def write_softmax(p: SoftmaxProblem, version: Optional[tuple[int, ...]] = None) 
 
 
 READERS = {"activ": read_activ, "lrn": read_lrn, "softmax": read_softmax}
-WRITERS = {ActivationProblem: write_activ, LRNProblem: write_lrn, SoftmaxProblem: write_softmax}

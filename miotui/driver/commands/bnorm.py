@@ -113,4 +113,3 @@ def write_bnorm(p: BatchNormProblem, version: Optional[tuple[int, ...]] = None) 
 
 
 READERS = {"bnorm": read_bnorm}
-WRITERS = {BatchNormProblem: write_bnorm}

@@ -183,4 +183,3 @@ def write_gemm(p: OpProblem, version: Optional[tuple[int, ...]] = None) -> list[
 
 READERS = {"tensorop": read_tensorop, "dropout": read_dropout, "ctc": read_ctc, "gemm": read_gemm}
 OP_WRITERS = {"tensorop": write_tensorop, "dropout": write_dropout, "ctc": write_ctc, "gemm": write_gemm}
-WRITERS: dict = {}

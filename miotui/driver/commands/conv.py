@@ -175,4 +175,3 @@ def write_conv(p: ConvProblem, version: Optional[tuple[int, ...]] = None) -> lis
 
 
 READERS = {"conv": read_conv}
-WRITERS = {ConvProblem: write_conv}

@@ -115,4 +115,3 @@ def write_fusion(p: FusionProblem, version: Optional[tuple[int, ...]] = None) ->
 
 
 READERS = {"fusion": read_fusion}
-WRITERS = {FusionProblem: write_fusion}

@@ -364,4 +364,3 @@ def write_op(p: OpProblem, version: Optional[tuple[int, ...]] = None) -> list[st
 
 READERS = {"cat": read_cat, "getitem": read_getitem, "kthvalue": read_kthvalue, "prelu": read_prelu,
            "rope": read_rope, "glu": read_glu, "softmarginloss": read_marginloss, "multimarginloss": read_marginloss}
-WRITERS = {OpProblem: write_op}

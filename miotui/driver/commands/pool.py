@@ -84,4 +84,3 @@ def write_pool(p: PoolProblem, version: Optional[tuple[int, ...]] = None) -> lis
 
 
 READERS = {"pool": read_pool}
-WRITERS = {PoolProblem: write_pool}

@@ -210,6 +210,5 @@ OP_WRITERS = {
 
 READERS = {"reduce": read_reduce, "reduceextreme": read_reduceextreme, "reducecalculation": read_reducecalculation,
            "sum": read_sum_or_argmax, "argmax": read_sum_or_argmax}
-WRITERS = {ReduceProblem: write_reduce}
 
-__all__ = ["COMP_TYPES", "LOGGED_BASES", "OP_WRITERS", "READERS", "WRITERS"]
+__all__ = ["COMP_TYPES", "LOGGED_BASES", "OP_WRITERS", "READERS"]

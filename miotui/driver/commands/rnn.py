@@ -161,4 +161,3 @@ def write_rnn(p: RNNProblem, version: Optional[tuple[int, ...]] = None) -> list[
 
 
 READERS = {"rnn": read_rnn, "rnn_seq": read_rnn_seq}
-WRITERS = {RNNProblem: write_rnn}

@@ -1,7 +1,7 @@
 """The verdict's reference for pooling, batch norm, activation, LRN, softmax and fusion.
 
 Each is written in float64 in a formulation of its own, sharing no code with the
-numpy / numba / torch backends it checks (:mod:`reference_ops`, :mod:`reference_pool`,
+numpy / numba / torch backends it checks (:mod:`reference_basic`, :mod:`reference_pool`,
 :mod:`numba_kernels`, :mod:`torch_ops`); even MIOpen's constants (epsilons, the
 running-average factor) are spelled out here from the drivers, so a wrong constant in a
 backend fails its verdict.
@@ -21,7 +21,7 @@ backend fails its verdict.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -39,11 +39,12 @@ from miotui.problems import (
     SoftmaxProblem,
 )
 
-__all__ = ["ops_oracle", "OPS_REFERENCE"]
+__all__ = ["OPS_REFERENCE", "basic_reference_name", "pool_outputs", "bnorm_outputs", "activ_outputs",
+           "lrn_outputs", "softmax_outputs", "fusion_outputs"]
 
 #: ``driver/bn_driver.hpp``: ``#define EPSILON 1e-3``.
 BATCHNORM_EPS = 1e-3
-#: the running-average factor every backend uses (see reference_ops.BN_EXP_AVG_FACTOR's reasons).
+#: the running-average factor every backend uses (see reference_basic.BN_EXP_AVG_FACTOR's reasons).
 RUNNING_FACTOR = 0.1
 #: ``driver/CBAInferFusion_driver.hpp`` redefines EPSILON as 1e-6.
 FUSION_EPS = 1e-6
@@ -358,22 +359,38 @@ def _fusion(p: FusionProblem, t: dict[str, Any], cancel: Any) -> dict[str, np.nd
 
 # ----------------------------------------------------------------------------- dispatch
 
-def ops_oracle(problem: Problem, inputs: dict[str, Any], cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
-    """The float64 outputs of a pooling, batch-norm, activation, LRN, softmax or fusion problem."""
+def _float_only(problem: Problem) -> None:
     if problem.dtype == "int8":
         raise ReferenceUnsupported(f"{problem.op} has no int8 reference in MIOpenDriver")
-    if isinstance(problem, PoolProblem):
-        return _pool(problem, inputs)
-    if isinstance(problem, BatchNormProblem):
-        return _batchnorm(problem, inputs)
-    if isinstance(problem, ActivationProblem):
-        dy = _f64(inputs, "dy") if problem.direction != "fwd" else None
-        out = activation_oracle(problem.mode, _f64(inputs, "x"), dy, problem.alpha, problem.beta, problem.gamma)
-        return {"y" if dy is None else "dx": out}
-    if isinstance(problem, LRNProblem):
-        return _lrn(problem, inputs)
-    if isinstance(problem, SoftmaxProblem):
-        return _softmax(problem, inputs)
-    if isinstance(problem, FusionProblem):
-        return _fusion(problem, inputs, cancel)
-    raise ReferenceUnsupported(f"no verification reference for {type(problem).__name__}")
+
+
+def basic_reference_name(problem: Problem, backend: str = "numpy") -> str:
+    """What a basic layer's (or fusion plan's) verdict compares against."""
+    return OPS_REFERENCE.get(problem.op, f"float64 {problem.op}")
+
+
+Outputs = Callable[..., tuple[dict[str, np.ndarray], str]]
+
+
+def _outputs_of(compute: Callable[[Any, dict[str, Any], Optional[Any]], dict[str, np.ndarray]]) -> Outputs:
+    """A basic family's ``oracle`` entry: ``compute``'s float64 outputs (int8 has no
+    reference), with the reference's name."""
+    def outputs(problem: Problem, inputs: dict[str, Any], backend: str = "numpy",
+                cancel: Optional[Any] = None) -> tuple[dict[str, np.ndarray], str]:
+        _float_only(problem)
+        return compute(problem, inputs, cancel), basic_reference_name(problem)
+    return outputs
+
+
+def _activation(p: ActivationProblem, t: dict[str, Any], cancel: Optional[Any] = None) -> dict[str, np.ndarray]:
+    dy = _f64(t, "dy") if p.direction != "fwd" else None
+    out = activation_oracle(p.mode, _f64(t, "x"), dy, p.alpha, p.beta, p.gamma)
+    return {"y" if dy is None else "dx": out}
+
+
+pool_outputs = _outputs_of(lambda p, t, cancel: _pool(p, t))
+bnorm_outputs = _outputs_of(lambda p, t, cancel: _batchnorm(p, t))
+activ_outputs = _outputs_of(_activation)
+lrn_outputs = _outputs_of(lambda p, t, cancel: _lrn(p, t))
+softmax_outputs = _outputs_of(lambda p, t, cancel: _softmax(p, t))
+fusion_outputs = _outputs_of(_fusion)

@@ -242,4 +242,3 @@ def write_groupnorm(p: GroupNormProblem, version: Optional[tuple[int, ...]] = No
 
 READERS = {"layernorm": read_layernorm, "addlayernorm": read_layernorm, "t5layernorm": read_layernorm,
            "groupnorm": read_groupnorm}
-WRITERS = {LayerNormProblem: write_layernorm, GroupNormProblem: write_groupnorm}

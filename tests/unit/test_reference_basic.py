@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from miotui.execute import numba_kernels
 from miotui.execute import reference as R
-from miotui.execute import reference_ops as O
+from miotui.execute import reference_basic as O
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,
@@ -82,7 +82,7 @@ def torch_pool(p: PoolProblem, inputs: dict[str, np.ndarray]) -> np.ndarray:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=pool_problems(), seed=st.integers(0, 3))
 def test_pooling_matches_torch(p: PoolProblem, seed: int) -> None:
-    inputs = O.make_inputs(p, seed)
+    inputs = R.make_inputs(p, seed)
     expect = torch_pool(p, inputs)
     for engine in ENGINES:
         _close(_run(p, inputs, engine=engine), expect)
@@ -122,7 +122,7 @@ def _torch_activation(mode: int, x: "torch.Tensor", a: float, b: float, g: float
 def test_activation_matches_torch(mode: int, direction: str) -> None:
     a, b, g = 0.7, 1.3, 2.5
     p = ActivationProblem(direction, "fp32", 2, 3, (5, 6), mode=mode, alpha=a, beta=b, gamma=g)
-    inputs = O.make_inputs(p, mode)
+    inputs = R.make_inputs(p, mode)
     assert set(inputs) == set(R.tensor_names(p)[0])
     x = _t(inputs["x"], grad=True)
     y = _torch_activation(mode, x, a, b, g)
@@ -137,7 +137,7 @@ def test_activation_matches_torch(mode: int, direction: str) -> None:
 
 def test_activation_inputs_stay_off_the_kinks() -> None:
     p = ActivationProblem("fwd", "fp16", 4, 4, (8, 8), mode=7, alpha=1.5)   # CLIPPEDRELU
-    x = O.make_inputs(p)["x"].astype(np.float64)
+    x = R.make_inputs(p)["x"].astype(np.float64)
     assert x.dtype == np.float64 and np.all((np.abs(x) > 1e-3) & (np.abs(x - 1.5) > 1e-3))
 
 
@@ -147,7 +147,7 @@ def test_activation_inputs_stay_off_the_kinks() -> None:
 @pytest.mark.parametrize("spatial", [(4, 5), (2, 3, 4)])
 def test_batchnorm_forward_training_and_inference(mode: str, spatial: tuple[int, ...]) -> None:
     train = BatchNormProblem("fwd_train", "fp32", 3, 4, spatial, mode=mode, save=True, running=True)
-    inputs = O.make_inputs(train, 1)
+    inputs = R.make_inputs(train, 1)
     out = R.run_reference(train, inputs, precision="fp64")
     assert set(out) == set(R.tensor_names(train)[1])
     x = _t(inputs["x"])
@@ -168,7 +168,7 @@ def test_batchnorm_forward_training_and_inference(mode: str, spatial: tuple[int,
     _close(out["saved_mean"], mean.numpy())
     _close(out["saved_inv_var"], (1 / torch.sqrt(var + O.BN_EPSILON)).numpy())
     infer = BatchNormProblem("fwd_infer", "fp32", 3, 4, spatial, mode=mode)
-    inputs = O.make_inputs(infer, 2)
+    inputs = R.make_inputs(infer, 2)
     y = _t(inputs["scale"]) * (_t(inputs["x"]) - _t(inputs["est_mean"])) / \
         torch.sqrt(_t(inputs["est_var"]) + O.BN_EPSILON) + _t(inputs["bias"])
     _close(_run(infer, inputs), y.numpy())
@@ -178,7 +178,7 @@ def test_batchnorm_forward_training_and_inference(mode: str, spatial: tuple[int,
 @pytest.mark.parametrize("save", [False, True])
 def test_batchnorm_backward_matches_autograd(mode: str, save: bool) -> None:
     p = BatchNormProblem("bwd", "fp32", 3, 4, (4, 5), mode=mode, save=save)
-    inputs = O.make_inputs(p, 3)
+    inputs = R.make_inputs(p, 3)
     assert set(inputs) == set(R.tensor_names(p)[0])
     out = R.run_reference(p, inputs, precision="fp64")
     x = _t(inputs["x"], grad=True)
@@ -230,10 +230,10 @@ def _torch_lrn_within(x: "torch.Tensor", p: LRNProblem) -> "torch.Tensor":
 @pytest.mark.parametrize("mode", ["cross", "within"])
 def test_lrn_forward_and_backward(lrn_n: int, mode: str) -> None:
     fwd = LRNProblem("fwd", "fp32", 2, 6, (4, 5), mode=mode, lrn_n=lrn_n, alpha=0.4, beta=0.75, k=1.5)
-    inputs = O.make_inputs(fwd, lrn_n)
+    inputs = R.make_inputs(fwd, lrn_n)
     _close(_run(fwd, inputs), _lrn_loop(inputs["x"].astype(np.float64), fwd))
     bwd = LRNProblem("bwd", "fp32", 2, 6, (4, 5), mode=mode, lrn_n=lrn_n, alpha=0.4, beta=0.75, k=1.5)
-    inputs = O.make_inputs(bwd, lrn_n)
+    inputs = R.make_inputs(bwd, lrn_n)
     x = _t(inputs["x"], grad=True)
     if mode == "cross" and lrn_n % 2 == 1:   # torch's window matches MIOpen's for odd N
         y = F.local_response_norm(x, lrn_n, alpha=0.4, beta=0.75, k=1.5)
@@ -253,7 +253,7 @@ def test_lrn_forward_and_backward(lrn_n: int, mode: str) -> None:
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 def test_softmax_matches_torch(algorithm: int, mode: int, direction: str) -> None:
     p = SoftmaxProblem(direction, "fp32", 2, 5, (3, 4), algorithm=algorithm, mode=mode, alpha=1.5)
-    inputs = O.make_inputs(p, algorithm)
+    inputs = R.make_inputs(p, algorithm)
     x = _t(inputs["x"], grad=True)
     flat = x.reshape(2, -1) if mode == 0 else x
     y = 1.5 * (F.log_softmax if algorithm == 2 else F.softmax)(flat, dim=1).reshape(x.shape)
@@ -271,7 +271,7 @@ def test_softmax_matches_torch(algorithm: int, mode: int, direction: str) -> Non
 def test_fusion_runs_as_its_parts(fusion_mode: int) -> None:
     p = FusionProblem(fusion_mode, "fp32", 2, 4, (6, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(2, 1),
                       dilations=(1, 1), groups=2, bn_mode="per_activation")
-    inputs = O.make_inputs(p, fusion_mode)
+    inputs = R.make_inputs(p, fusion_mode)
     assert set(inputs) == set(R.tensor_names(p)[0])
     h = _t(inputs["x"])
     if p.has_conv:
@@ -289,7 +289,7 @@ def test_fusion_runs_as_its_parts(fusion_mode: int) -> None:
 def test_fusion_applies_the_plans_own_activation() -> None:
     p = FusionProblem(1, "fp32", 2, 4, (6, 6), k=6, filter=(3, 3), pads=(1, 1), strides=(1, 1),
                       dilations=(1, 1), bn_mode="spatial", activ_mode=8, activ_alpha=0.25)
-    inputs = O.make_inputs(p, 1)
+    inputs = R.make_inputs(p, 1)
     h = F.conv2d(_t(inputs["x"]), _t(inputs["w"]), padding=1)
     h = _t(inputs["scale"]) * (h - _t(inputs["est_mean"])) / \
         torch.sqrt(_t(inputs["est_var"]) + O.FUSION_BN_EPSILON) + _t(inputs["bn_bias"])

@@ -29,20 +29,20 @@ spatial mode, (1, C, *spatial) per activation, in the problem's ``param_dtype``.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from miotui.execute import numba_kernels
-from miotui.execute.conv import conv_make_inputs, conv_peak_bytes, conv_tensor_names, run_conv
+from miotui.execute.conv import conv_peak_bytes, run_conv
 from miotui.execute.reference_pool import pool_backward, pool_forward
 from miotui.execute.tensors import ReferenceUnsupported, compute_dtype, round_to_dtype, storage_dtype, uniform
 from miotui.execute.threads import CancelFlag, check_cancel
+from miotui.families import family_of
 from miotui.problems import (
     FUSION_ACTIV_MODES,
     ActivationProblem,
     BatchNormProblem,
-    ConvProblem,
     FusionProblem,
     LRNProblem,
     PoolProblem,
@@ -50,8 +50,8 @@ from miotui.problems import (
     SoftmaxProblem,
 )
 
-__all__ = ["tensor_names", "make_inputs", "run_op", "peak_bytes", "engine_used", "BN_EPSILON",
-           "BN_EXP_AVG_FACTOR", "FUSION_BN_EPSILON"]
+__all__ = ["plain_tensor_names", "bnorm_tensor_names", "fusion_tensor_names", "BN_EPSILON", "BN_EXP_AVG_FACTOR",
+           "FUSION_BN_EPSILON"]
 
 #: MIOpenDriver's batch-norm epsilon (``driver/bn_driver.hpp`` ``#define EPSILON 1e-3``).
 BN_EPSILON = 1e-3
@@ -71,36 +71,38 @@ def _bn_param_shape(p: BatchNormProblem) -> tuple[int, ...]:
     return (1, p.c) + p.in_spatial
 
 
-def tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(inputs, outputs) for the non-conv problem kinds (see the module table)."""
-    if isinstance(problem, PoolProblem) or isinstance(problem, (ActivationProblem, LRNProblem, SoftmaxProblem)):
-        return (("x",), ("y",)) if problem.direction == "fwd" else (("x", "dy"), ("dx",))
-    if isinstance(problem, BatchNormProblem):
-        if problem.direction == "fwd_infer":
-            return ("x", "scale", "bias", "est_mean", "est_var"), ("y",)
-        if problem.direction == "fwd_train":
-            ins: tuple[str, ...] = ("x", "scale", "bias")
-            outs: tuple[str, ...] = ("y",)
-            if problem.running:
-                ins += ("running_mean", "running_var")
-                outs += ("running_mean", "running_var")
-            if problem.save:
-                outs += ("saved_mean", "saved_inv_var")
-            return ins, outs
-        ins = ("x", "dy", "scale") + (("saved_mean", "saved_inv_var") if problem.save else ())
-        return ins, ("dx", "dscale", "dbias")
-    if isinstance(problem, FusionProblem):
-        ins = ("x",)
-        if problem.has_conv:
-            ins += ("w",)
-        if problem.fusion_mode in (0, 4, 6):
-            ins += ("bias",)
-        if problem.bn_mode != "none":
-            ins += ("scale", "bn_bias", "est_mean", "est_var")
-        return ins, ("y",)
-    if isinstance(problem, ConvProblem):
-        return conv_tensor_names(problem)
-    raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+def plain_tensor_names(problem: Problem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(inputs, outputs) of pooling, activation, LRN and softmax: x -> y, or x, dy -> dx."""
+    return (("x",), ("y",)) if problem.direction == "fwd" else (("x", "dy"), ("dx",))
+
+
+def bnorm_tensor_names(problem: BatchNormProblem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(inputs, outputs) of a batch norm, by direction and its running / saved flags."""
+    if problem.direction == "fwd_infer":
+        return ("x", "scale", "bias", "est_mean", "est_var"), ("y",)
+    if problem.direction == "fwd_train":
+        ins: tuple[str, ...] = ("x", "scale", "bias")
+        outs: tuple[str, ...] = ("y",)
+        if problem.running:
+            ins += ("running_mean", "running_var")
+            outs += ("running_mean", "running_var")
+        if problem.save:
+            outs += ("saved_mean", "saved_inv_var")
+        return ins, outs
+    ins = ("x", "dy", "scale") + (("saved_mean", "saved_inv_var") if problem.save else ())
+    return ins, ("dx", "dscale", "dbias")
+
+
+def fusion_tensor_names(problem: FusionProblem) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(inputs, outputs) of a fusion plan: x and the tensors of the stages it has -> y."""
+    ins: tuple[str, ...] = ("x",)
+    if problem.has_conv:
+        ins += ("w",)
+    if problem.fusion_mode in (0, 4, 6):
+        ins += ("bias",)
+    if problem.bn_mode != "none":
+        ins += ("scale", "bn_bias", "est_mean", "est_var")
+    return ins, ("y",)
 
 
 def _activation_input(p: ActivationProblem, seed: int) -> np.ndarray:
@@ -135,79 +137,89 @@ def _activation_input(p: ActivationProblem, seed: int) -> np.ndarray:
     return round_to_dtype(x, p.dtype)
 
 
-def make_inputs(problem: Problem, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs for a non-conv problem (see reference.make_inputs for the conventions)."""
-    if isinstance(problem, ConvProblem):
-        return conv_make_inputs(problem, seed)
-    dtype = "fp32" if problem.dtype == "unknown" else problem.dtype
-    names = tensor_names(problem)[0]
+def _data_dtype(problem: Problem) -> str:
+    return "fp32" if problem.dtype == "unknown" else problem.dtype
+
+
+def _with_dy(problem: Problem, out: dict[str, np.ndarray], seed: int, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """``out`` with the backward pass's dy in [-0.5, 0.5) when the problem reads one."""
+    if "dy" in plain_tensor_names(problem)[0]:
+        out["dy"] = uniform(seed, "dy", shape, -0.5, 0.5, _data_dtype(problem))
+    return out
+
+
+def pool_inputs(problem: PoolProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    """Pooling's x in [0, 1), as the driver draws it (ties are as unlikely as in the driver)."""
+    x = uniform(seed, "x", problem.input_shape, 0.0, 1.0, _data_dtype(problem))
+    return _with_dy(problem, {"x": x}, seed, problem.output_shape)
+
+
+def activ_inputs(problem: ActivationProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    return _with_dy(problem, {"x": _activation_input(problem, seed)}, seed, problem.input_shape)
+
+
+def lrn_inputs(problem: LRNProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    x = uniform(seed, "x", problem.input_shape, -1.0, 1.0, _data_dtype(problem))
+    return _with_dy(problem, {"x": x}, seed, problem.input_shape)
+
+
+def softmax_inputs(problem: SoftmaxProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    x = uniform(seed, "x", problem.input_shape, 0.0, 1.0, _data_dtype(problem))
+    return _with_dy(problem, {"x": x}, seed, problem.input_shape)
+
+
+def bnorm_inputs(problem: BatchNormProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    """x with a per-channel offset and spread (so mean and variance are not trivially 0 and
+    1), the parameters in ``param_dtype``, saved statistics consistent with x."""
+    dtype = _data_dtype(problem)
+    names = bnorm_tensor_names(problem)[0]
     out: dict[str, np.ndarray] = {}
-    if isinstance(problem, PoolProblem):
-        # the driver draws x in [0, 1); ties are as unlikely as in the driver
-        out["x"] = uniform(seed, "x", problem.input_shape, 0.0, 1.0, dtype)
-        if "dy" in names:
-            out["dy"] = uniform(seed, "dy", problem.output_shape, -0.5, 0.5, dtype)
-        return out
-    if isinstance(problem, ActivationProblem):
-        out["x"] = _activation_input(problem, seed)
-        if "dy" in names:
-            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
-        return out
-    if isinstance(problem, LRNProblem):
-        out["x"] = uniform(seed, "x", problem.input_shape, -1.0, 1.0, dtype)
-        if "dy" in names:
-            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
-        return out
-    if isinstance(problem, SoftmaxProblem):
-        out["x"] = uniform(seed, "x", problem.input_shape, 0.0, 1.0, dtype)
-        if "dy" in names:
-            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
-        return out
-    if isinstance(problem, BatchNormProblem):
-        pdt = "fp32" if problem.param_dtype == "unknown" else problem.param_dtype
-        ps = _bn_param_shape(problem)
-        # a per-channel offset and scale, so mean/variance are not trivially 0/1
-        base = uniform(seed, "x", problem.input_shape, -1.0, 1.0, "fp64").astype(np.float64)
-        chan = uniform(seed, "x_offset", (1, problem.c) + (1,) * problem.ndim, -0.5, 0.5, "fp64")
-        spread = uniform(seed, "x_spread", (1, problem.c) + (1,) * problem.ndim, 0.5, 2.0, "fp64")
-        x = round_to_dtype(base * spread + chan, dtype)
-        out["x"] = x
-        out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, pdt)
-        if "bias" in names:
-            out["bias"] = uniform(seed, "bias", ps, -0.5, 0.5, pdt)
-        if "est_mean" in names:
-            out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, pdt)
-            out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, pdt)
-        if "running_mean" in names:
-            out["running_mean"] = uniform(seed, "running_mean", ps, -0.5, 0.5, pdt)
-            out["running_var"] = uniform(seed, "running_var", ps, 0.5, 1.5, pdt)
-        if "dy" in names:
-            out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
-        if "saved_mean" in names:
-            # consistent with x, as a preceding forward-training run would have saved them
-            axes = _bn_axes(problem)
-            xf = np.asarray(x, dtype=np.float64)
-            mean = xf.mean(axis=axes, keepdims=True)
-            var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
-            out["saved_mean"] = round_to_dtype(mean, pdt)
-            out["saved_inv_var"] = round_to_dtype(1.0 / np.sqrt(var + BN_EPSILON), pdt)
-        return out
-    if isinstance(problem, FusionProblem):
-        out["x"] = uniform(seed, "x", problem.input_shape, -1.0, 1.0, dtype)
-        ch = problem.k if problem.has_conv else problem.c
-        if problem.has_conv:
-            out["w"] = uniform(seed, "w", problem.conv.weight_shape, -1.0, 1.0, dtype)
-        if "bias" in names:
-            out["bias"] = uniform(seed, "bias", (1, ch, 1, 1), -0.5, 0.5, dtype)
-        if "scale" in names:
-            sp = problem.conv.out_spatial if problem.has_conv else problem.in_spatial
-            ps = (1, ch, 1, 1) if problem.bn_mode == "spatial" else (1, ch) + tuple(sp)
-            out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, dtype)
-            out["bn_bias"] = uniform(seed, "bn_bias", ps, -0.5, 0.5, dtype)
-            out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, dtype)
-            out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, dtype)
-        return out
-    raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+    pdt = "fp32" if problem.param_dtype == "unknown" else problem.param_dtype
+    ps = _bn_param_shape(problem)
+    base = uniform(seed, "x", problem.input_shape, -1.0, 1.0, "fp64").astype(np.float64)
+    chan = uniform(seed, "x_offset", (1, problem.c) + (1,) * problem.ndim, -0.5, 0.5, "fp64")
+    spread = uniform(seed, "x_spread", (1, problem.c) + (1,) * problem.ndim, 0.5, 2.0, "fp64")
+    x = round_to_dtype(base * spread + chan, dtype)
+    out["x"] = x
+    out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, pdt)
+    if "bias" in names:
+        out["bias"] = uniform(seed, "bias", ps, -0.5, 0.5, pdt)
+    if "est_mean" in names:
+        out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, pdt)
+        out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, pdt)
+    if "running_mean" in names:
+        out["running_mean"] = uniform(seed, "running_mean", ps, -0.5, 0.5, pdt)
+        out["running_var"] = uniform(seed, "running_var", ps, 0.5, 1.5, pdt)
+    if "dy" in names:
+        out["dy"] = uniform(seed, "dy", problem.input_shape, -0.5, 0.5, dtype)
+    if "saved_mean" in names:
+        # consistent with x, as a preceding forward-training run would have saved them
+        axes = _bn_axes(problem)
+        xf = np.asarray(x, dtype=np.float64)
+        mean = xf.mean(axis=axes, keepdims=True)
+        var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
+        out["saved_mean"] = round_to_dtype(mean, pdt)
+        out["saved_inv_var"] = round_to_dtype(1.0 / np.sqrt(var + BN_EPSILON), pdt)
+    return out
+
+
+def fusion_inputs(problem: FusionProblem, seed: int = 0) -> dict[str, np.ndarray]:
+    dtype = _data_dtype(problem)
+    names = fusion_tensor_names(problem)[0]
+    out = {"x": uniform(seed, "x", problem.input_shape, -1.0, 1.0, dtype)}
+    ch = problem.k if problem.has_conv else problem.c
+    if problem.has_conv:
+        out["w"] = uniform(seed, "w", problem.conv.weight_shape, -1.0, 1.0, dtype)
+    if "bias" in names:
+        out["bias"] = uniform(seed, "bias", (1, ch, 1, 1), -0.5, 0.5, dtype)
+    if "scale" in names:
+        sp = problem.conv.out_spatial if problem.has_conv else problem.in_spatial
+        ps = (1, ch, 1, 1) if problem.bn_mode == "spatial" else (1, ch) + tuple(sp)
+        out["scale"] = uniform(seed, "scale", ps, 0.5, 1.5, dtype)
+        out["bn_bias"] = uniform(seed, "bn_bias", ps, -0.5, 0.5, dtype)
+        out["est_mean"] = uniform(seed, "est_mean", ps, -0.5, 0.5, dtype)
+        out["est_var"] = uniform(seed, "est_var", ps, 0.5, 1.5, dtype)
+    return out
 
 
 def _f(a: np.ndarray, dt: np.dtype) -> np.ndarray:
@@ -436,89 +448,140 @@ def fusion(p: FusionProblem, t: dict[str, np.ndarray], precision: str, engine: s
 
 # ----------------------------------------------------------------------------- dispatch
 
-def _inputs(problem: Problem, inputs: dict[str, np.ndarray], dt: np.dtype) -> dict[str, np.ndarray]:
-    names = tensor_names(problem)[0]
+def _checked(problem: Problem, inputs: dict[str, np.ndarray], precision: str, names: tuple[str, ...],
+             cancel: Optional[CancelFlag]) -> tuple[dict[str, np.ndarray], np.dtype]:
+    """The inputs a basic layer reads, as ``precision``'s compute type, checked: every named
+    input given, x and dy of the problem's shapes (int8 has no reference here)."""
+    check_cancel(cancel)
+    if problem.dtype == "int8":
+        raise ReferenceUnsupported(f"{problem.op} has no int8 reference in MIOpenDriver")
+    dt = compute_dtype(problem, precision)
     missing = [n for n in names if n not in inputs]
     if missing:
         raise KeyError(f"{problem.op} {problem.direction} needs inputs {missing} (got {sorted(inputs)})")
-    return {n: _f(inputs[n], dt) for n in names}
-
-
-def _check_dtype(problem: Problem) -> None:
-    if problem.dtype in ("int8",) and not isinstance(problem, (ConvProblem,)):
-        raise ReferenceUnsupported(f"{problem.op} has no int8 reference in MIOpenDriver")
-
-
-def run_op(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
-           cancel: Optional[CancelFlag] = None, engine: str = "numpy",
-           chunk_bytes: Optional[int] = None) -> dict[str, np.ndarray]:
-    """Run a non-conv problem; see reference.run_reference."""
-    check_cancel(cancel)
-    _check_dtype(problem)
-    dt = compute_dtype(problem, precision)
-    if isinstance(problem, FusionProblem):
-        if problem.dtype == "int8":
-            raise ReferenceUnsupported("int8 fusion plans are not modelled by the reference")
-        names = tensor_names(problem)[0]
-        missing = [n for n in names if n not in inputs]
-        if missing:
-            raise KeyError(f"fusion needs inputs {missing}")
-        return {"y": fusion(problem, dict(inputs), precision, engine, cancel)}
-    t = _inputs(problem, inputs, dt)
+    t = {n: _f(inputs[n], dt) for n in names}
     for name in ("x", "dy"):
         if name in t and t[name].shape != tuple(problem.input_shape if name == "x" else problem.output_shape):
             raise ValueError(f"input {name!r} has shape {t[name].shape}, the problem needs "
                              f"{problem.input_shape if name == 'x' else problem.output_shape}")
-    if isinstance(problem, PoolProblem):
-        if problem.direction == "fwd":
-            out = {"y": pool_forward(problem, t["x"], engine, cancel)}
-        else:
-            out = {"dx": pool_backward(problem, t["x"], t["dy"], engine, cancel)}
-    elif isinstance(problem, BatchNormProblem):
-        out = batchnorm(problem, t, dt)
-    elif isinstance(problem, ActivationProblem):
-        args = (problem.alpha, problem.beta, problem.gamma)
-        y = activation_forward(problem.mode, t["x"], *args)
-        out = {"y": y} if problem.direction == "fwd" else \
-            {"dx": activation_backward(problem.mode, t["x"], y, t["dy"], *args)}
-    elif isinstance(problem, LRNProblem):
-        out = {"y": lrn(problem, t["x"], None)} if problem.direction == "fwd" else \
-            {"dx": lrn(problem, t["x"], t["dy"])}
-    elif isinstance(problem, SoftmaxProblem):
-        out = {"y": softmax(problem, t["x"], None)} if problem.direction == "fwd" else \
-            {"dx": softmax(problem, t["x"], t["dy"])}
-    else:
-        raise ReferenceUnsupported(f"no reference for {type(problem).__name__}")
+    return t, dt
+
+
+def _outputs(out: dict[str, np.ndarray], dt: np.dtype, cancel: Optional[CancelFlag]) -> dict[str, np.ndarray]:
     check_cancel(cancel)
     return {k: np.ascontiguousarray(v, dtype=dt) for k, v in out.items()}
 
 
-def peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
-    """Memory for a non-conv run: stored inputs, compute copies, outputs and the largest
-    temporaries (pooling's padded copy and per-tap masks, LRN's window sums, ...)."""
-    if isinstance(problem, FusionProblem):
-        dt = compute_dtype(problem, precision)
-        base = 6 * math.prod(problem.output_shape) * dt.itemsize
-        return int(base + (conv_peak_bytes(problem.conv, precision, chunk_bytes) if problem.has_conv
-                           else 3 * math.prod(problem.input_shape) * dt.itemsize))
-    dt = compute_dtype(problem, precision)
-    it = dt.itemsize
-    big = max(math.prod(problem.input_shape), math.prod(problem.output_shape))
-    ins, outs = tensor_names(problem)
+Reference = Callable[..., dict[str, np.ndarray]]
+
+
+def _reference_of(compute: Callable[[Any, dict[str, np.ndarray], np.dtype, str, Optional[CancelFlag]],
+                                    dict[str, np.ndarray]]) -> Reference:
+    """A basic family's ``reference`` entry: its inputs checked and converted
+    (:func:`_checked`), ``compute``'s outputs in the compute type."""
+    def reference(problem: Problem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                  cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
+                  saved: object = None) -> dict[str, np.ndarray]:
+        names = family_of(problem).tensor_names(problem)[0]
+        t, dt = _checked(problem, inputs, precision, names, cancel)
+        return _outputs(compute(problem, t, dt, engine, cancel), dt, cancel)
+    return reference
+
+
+def _pool(p: PoolProblem, t: dict[str, np.ndarray], dt: np.dtype, engine: str,
+          cancel: Optional[CancelFlag]) -> dict[str, np.ndarray]:
+    if p.direction == "fwd":
+        return {"y": pool_forward(p, t["x"], engine, cancel)}
+    return {"dx": pool_backward(p, t["x"], t["dy"], engine, cancel)}
+
+
+def _activation(p: ActivationProblem, t: dict[str, np.ndarray], dt: np.dtype, engine: str,
+                cancel: Optional[CancelFlag]) -> dict[str, np.ndarray]:
+    args = (p.alpha, p.beta, p.gamma)
+    y = activation_forward(p.mode, t["x"], *args)
+    return {"y": y} if p.direction == "fwd" else {"dx": activation_backward(p.mode, t["x"], y, t["dy"], *args)}
+
+
+def _dy(t: dict[str, np.ndarray]) -> Optional[np.ndarray]:
+    return t.get("dy")
+
+
+pool_reference = _reference_of(_pool)
+bnorm_reference = _reference_of(lambda p, t, dt, engine, cancel: batchnorm(p, t, dt))
+activ_reference = _reference_of(_activation)
+lrn_reference = _reference_of(lambda p, t, dt, engine, cancel:
+                              {"y" if _dy(t) is None else "dx": lrn(p, t["x"], _dy(t))})
+softmax_reference = _reference_of(lambda p, t, dt, engine, cancel:
+                                  {"y" if _dy(t) is None else "dx": softmax(p, t["x"], _dy(t))})
+
+
+def fusion_reference(problem: FusionProblem, inputs: dict[str, np.ndarray], *, precision: str = "fp32",
+                     cancel: Optional[CancelFlag] = None, engine: str = "numpy", chunk_bytes: Optional[int] = None,
+                     saved: object = None) -> dict[str, np.ndarray]:
+    """A fusion plan run as its parts (:func:`fusion`); its inputs are not converted first
+    (the convolution takes them as stored, as MIOpen's does)."""
+    check_cancel(cancel)
+    if problem.dtype == "int8":
+        raise ReferenceUnsupported(f"{problem.op} has no int8 reference in MIOpenDriver")
+    compute_dtype(problem, precision)  # validates precision
+    missing = [n for n in fusion_tensor_names(problem)[0] if n not in inputs]
+    if missing:
+        raise KeyError(f"fusion needs inputs {missing}")
+    return {"y": fusion(problem, dict(inputs), precision, engine, cancel)}
+
+
+def _peak_bytes(problem: Problem, precision: str, big: int, temps: int) -> int:
+    """Stored inputs, compute copies and outputs of x / dy / y / dx (each at most ``big``
+    elements), and ``temps`` temporaries of ``big`` elements."""
+    it = compute_dtype(problem, precision).itemsize
+    ins, outs = family_of(problem).tensor_names(problem)
     stored = storage_dtype(problem.dtype).itemsize
     n_in = sum(1 for n in ins if n in ("x", "dy"))
     n_out = sum(1 for n in outs if n in ("y", "dx"))
-    temps = {PoolProblem: 4, BatchNormProblem: 4, ActivationProblem: 4, LRNProblem: 6,
-             SoftmaxProblem: 4}.get(type(problem), 4)
-    if isinstance(problem, PoolProblem):
-        spatial = zip(problem.in_spatial, problem.pads, strict=True)
-        padded = problem.n * problem.c * math.prod(i + 2 * p for i, p in spatial)
-        big = max(big, padded)
     return int(n_in * big * (stored + it) + n_out * big * it + temps * big * it + (1 << 16))
 
 
-def engine_used(problem: Problem, engine: str = "numpy") -> str:
-    if isinstance(problem, PoolProblem) and engine == "numba":
+def _largest(problem: Problem) -> int:
+    return max(math.prod(problem.input_shape), math.prod(problem.output_shape))
+
+
+def basic_peak_bytes(problem: Problem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """Memory for a batch-norm, activation or softmax run: stored inputs, compute copies,
+    outputs and four temporaries the size of the largest tensor."""
+    return _peak_bytes(problem, precision, _largest(problem), 4)
+
+
+def lrn_peak_bytes(problem: LRNProblem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """As :func:`basic_peak_bytes`, with six temporaries (LRN's window sums)."""
+    return _peak_bytes(problem, precision, _largest(problem), 6)
+
+
+def pool_peak_bytes(problem: PoolProblem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """As :func:`basic_peak_bytes`, each temporary the size of the padded input at least
+    (pooling's padded copy and per-tap masks)."""
+    spatial = zip(problem.in_spatial, problem.pads, strict=True)
+    padded = problem.n * problem.c * math.prod(i + 2 * p for i, p in spatial)
+    return _peak_bytes(problem, precision, max(_largest(problem), padded), 4)
+
+
+def fusion_peak_bytes(problem: FusionProblem, precision: str = "fp32", chunk_bytes: Optional[int] = None) -> int:
+    """A fusion plan's parts at their peak: the convolution's plan, or a few copies of x."""
+    dt = compute_dtype(problem, precision)
+    base = 6 * math.prod(problem.output_shape) * dt.itemsize
+    return int(base + (conv_peak_bytes(problem.conv, precision, chunk_bytes) if problem.has_conv
+                       else 3 * math.prod(problem.input_shape) * dt.itemsize))
+
+
+def basic_engine(problem: Problem, engine: str = "numpy") -> str:
+    return f"numpy {problem.op}"
+
+
+def pool_engine(problem: PoolProblem, engine: str = "numpy") -> str:
+    if engine == "numba":
         why = numba_kernels.available()
         return "numba direct pooling" if why is None else f"numpy pooling (numba unavailable: {why})"
     return f"numpy {problem.op}"
+
+
+def fusion_engine(problem: FusionProblem, engine: str = "numpy") -> str:
+    return "numpy, fusion run as its parts"
