@@ -4,7 +4,7 @@ level lines.
 A training log repeats the same few hundred lines millions of times: each iteration logs
 the same ``Command [LogCmdConvolution] ...`` lines, and at ``MIOPEN_LOG_LEVEL`` 5-6 the same
 ``algo = 5, workspace = 0`` and ``Returning an invoker for problem ...`` lines after them.
-The general path routes each through the call bookkeeping (``CallRouting``): a dozen Python
+The general path routes each through the call bookkeeping (``calls.CallTracker``): a dozen Python
 calls per line.  Once a line has gone that way and turned out to be *plain*, its class in
 the scanner's line cache is replaced by a ``PLAIN`` entry that says what the line does, and
 the next time the same text comes the scanner does just that, in a few dictionary
@@ -21,8 +21,10 @@ operations, whenever the scanner's state is the common one:
 
 Anything else (an API block open on the thread, a Find in progress, a typed command held, a
 new annotation value...) goes the general way, which gives the same catalog: the tests run
-every log both ways.  ``RepeatedLines`` is the part of ``LogScanner`` (which inherits it)
-that registers and replays these lines; its state lives on the scanner.
+every log both ways.  ``LineReplay``, owned by the scanner, registers and replays these lines:
+it updates the call tracker's per-thread state (``calls.CallTracker``) and the line cache
+(``line_cache``) it is given, and counts the replayed calls through the sink in one go
+(``settle``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ from operator import attrgetter
 from typing import Optional
 
 from miotui.events import Annotation, Event, Sighting
+from miotui.formats.miopen.calls import CallTracker
+from miotui.formats.miopen.line_cache import LineCache
 from miotui.formats.miopen.lines import NOISE
+from miotui.formats.miopen.sink import CatalogSink
 
 #: the kind of a line-cache entry that replays a plain line (after the kinds of ``lines``)
 PLAIN = 100
@@ -47,7 +52,7 @@ class PlainLine:
     """What one plain line does: its thread, the call it makes (``problem``, ``role``, the
     layer's ``row``), or the annotations it repeats.  ``pending`` is the call bookkeeping
     entry a Command line leaves (reused while unchanged); ``count``/``last`` are calls
-    replayed but not yet added to the row (``RepeatedLines._settle`` adds them)."""
+    replayed but not yet added to the row (``LineReplay.settle`` adds them)."""
 
     __slots__ = ("tid", "how", "problem", "role", "row", "pairs", "pending", "sources", "count", "last",
                  "queued", "match", "source")
@@ -66,82 +71,72 @@ class PlainLine:
         self.match = match
 
 
-class RepeatedLines:
-    """``LogScanner``'s fast path for repeated plain lines (see the module docstring)."""
+class LineReplay:
+    """The scanner's fast path for repeated plain lines (see the module docstring).
+    ``unsettled``: plain lines replayed whose calls are not yet on their rows."""
 
-    #: replay plain lines (False: every line the general way; both give the same catalog)
-    repeat_lines = True
+    def __init__(self, calls: CallTracker, lines: LineCache, sink: CatalogSink) -> None:
+        self.calls = calls
+        self.lines = lines
+        self.sink = sink
+        #: replay plain lines (False: every line the general way; both give the same catalog)
+        self.enabled = True
+        self.unsettled: list[PlainLine] = []
 
-    def _routing_is_common(self) -> bool:
-        """No state that changes how a call line is counted: no held API block or typed
-        command, no cat call being joined, no MIOpenDriver run in progress."""
-        return not (self._held or self._cat or self._driver_run or self.driver.held is not None)
-
-    def _register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
+    def register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
         """After the general path handled Command line ``line``: remember it as plain if it
         was one call of its own on its layer."""
-        if not self.repeat_lines or len(events) != 1 or type(events[0]) is not Sighting:
+        if not self.enabled or len(events) != 1 or type(events[0]) is not Sighting:
             return
         ev = events[0]
         if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command":
             return
-        row = self._last_row.get(tid)
-        cur = self._pending.get(tid)
+        row = self.calls.last_row.get(tid)
+        cur = self.calls.pending.get(tid)
         if row is None or not cur or len(cur) != 1 or cur[0][1] != ev.role:
             return
-        if cur[0][2] == {"command"} and row.problem == ev.problem:
+        if cur[0][2] == {"command"} and self.sink.problem_of(row) == ev.problem:
             plain = PlainLine(tid, COMMAND_CALL, ev.problem, ev.role, row, ())
-            if self._remember(line, (PLAIN, c, plain)):
-                self._calls_by_text[line] = plain
-        elif cur[0][2] == {"api-trace", "command"} and row.problem == cur[0][0]:
-            self._remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (), cur[0][0])))
+            if self.lines.remember(line, (PLAIN, c, plain)):
+                self.lines.calls[line] = plain
+        elif cur[0][2] == {"api-trace", "command"} and self.sink.problem_of(row) == cur[0][0]:
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (),
+                                                           cur[0][0])))
 
-    def _register_level(self, line: str, c: tuple, tid: str, events: list[Event], effect: bool) -> None:
+    def register_level(self, line: str, c: tuple, tid: str, events: list[Event], effect: bool) -> None:
         """After the general path handled level line ``line`` (``effect``: it opened a Find
         or stated a startup fact, so it is never plain)."""
-        if not self.repeat_lines or effect:
+        if not self.enabled or effect:
             return
         if not events:
-            self._remember(line, (NOISE,))
+            self.lines.remember(line, (NOISE,))
             return
         if all(type(e) is Annotation and e.problem is None for e in events):
             pairs = tuple((e.name, e.value) for e in events)
-            self._remember(line, (PLAIN, c, PlainLine(tid, ANNOTATIONS, None, None, None, pairs)))
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, ANNOTATIONS, None, None, None, pairs)))
             return
         if len(events) != 1 or type(events[0]) is not Sighting:
             return
         ev = events[0]
         if ev.role == "mention" or ev.only_if_new or ev.source not in ("info", "execution-log"):
             return
-        row = self._last_row.get(tid)
-        cur = self._pending.get(tid)
-        if row is not None and cur and row.problem == ev.problem:
-            self._remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
-                                                      cur[0][0], ev.source)))
+        row = self.calls.last_row.get(tid)
+        cur = self.calls.pending.get(tid)
+        if row is not None and cur and self.sink.problem_of(row) == ev.problem:
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
+                                                           cur[0][0], ev.source)))
 
-    def _remember(self, line: str, entry: tuple) -> bool:
-        if line in self._cache:   # only while the line's class is cached (the cache may have been cleared)
-            self._cache[line] = entry
-            return True
-        return False
-
-    def _replay(self, plain: PlainLine, n: int) -> bool:
+    def replay(self, plain: PlainLine, n: int) -> bool:
         """Do what ``plain`` does, if the scanner's state is the common one (checked by the
-        caller with ``_routing_is_common``); False: the general path must handle it."""
+        caller, ``LogScanner._routing_is_common``); False: the general path must handle it."""
         tid = plain.tid
+        calls = self.calls
         if plain.how is ANNOTATIONS:
-            row = self._last_row.get(tid)
-            if row is None:
-                return True
-            annotations = row.annotations
-            for name, value in plain.pairs:
-                values = annotations.get(name)
-                if not values or values[-1] != value:
-                    return False
-            return True
-        if self._find_open and tid in self._find_open:
+            row = calls.last_row.get(tid)
+            return row is None or self.sink.has_latest(row, plain.pairs)
+        if calls.find_open and tid in calls.find_open:
             return False
-        cur = self._pending.get(tid)
+        cur = calls.pending.get(tid)
         if plain.how is COMMAND_CALL:
             if cur is not None:
                 for _p, _r, sources in cur:
@@ -163,7 +158,7 @@ class RepeatedLines:
             return True
         # INFO_FORM: the thread's current call, seen again as an invoker line
         row = plain.row
-        if plain.pairs and not self.catalog.has_latest(row, plain.pairs):
+        if plain.pairs and not self.sink.has_latest(row, plain.pairs):
             return False
         problem, role = plain.problem, plain.role
         for p, r, sources in cur:
@@ -177,26 +172,26 @@ class RepeatedLines:
 
     def _queue_seen(self, plain: PlainLine, n: int) -> None:
         """Another form of the thread's current call: not counted, its row seen at line ``n``
-        (at ``_settle``), and the thread's last row is that call's."""
+        (at ``settle``), and the thread's last row is that call's."""
         plain.last = n
         if not plain.queued:
             plain.queued = True
-            self._unsettled.append(plain)
-        self._last_row[plain.tid] = plain.row
+            self.unsettled.append(plain)
+        self.calls.last_row[plain.tid] = plain.row
 
     def replay_call(self, plain: PlainLine, cur: Optional[list], n: int) -> None:
         """A Command line's call, again: the thread's current call is now this one (its
-        bookkeeping entry reused when it already is), counted on the row at ``_settle``."""
+        bookkeeping entry reused when it already is), counted on the row at ``settle``."""
         if cur is not plain.pending or len(plain.sources) != 1:
             plain.sources.clear()
             plain.sources.add("command")
-            self._pending[plain.tid] = plain.pending
+            self.calls.pending[plain.tid] = plain.pending
         if not plain.queued:
             plain.queued = True
-            self._unsettled.append(plain)
+            self.unsettled.append(plain)
         plain.count += 1
         plain.last = n
-        self._last_row[plain.tid] = plain.row
+        self.calls.last_row[plain.tid] = plain.row
 
     def replay_run(self, run: list, first: int) -> bool:
         """A run of Command lines, each a call of its own (``run``: their ``PlainLine`` in
@@ -205,14 +200,14 @@ class RepeatedLines:
         exactly what ``replay_call`` does line by line.  A command log is such runs between
         its other lines, so a run costs a few C-level passes instead of a Python step per
         line.  False, with nothing done, when a thread's state is not the common one."""
-        pending, find_open = self._pending, self._find_open
+        pending, find_open = self.calls.pending, self.calls.find_open
         last_of = dict(zip(map(_tid_of, run), run, strict=True))     # each thread's last call in the run
         for tid in last_of:
             cur = pending.get(tid)
             if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
                 return False
         last_at = dict(zip(run, range(first, first + len(run)), strict=True))
-        unsettled = self._unsettled
+        unsettled = self.unsettled
         for plain, times in Counter(run).items():     # first-seen order, as line by line
             sources = plain.sources
             if len(sources) != 1 or "command" not in sources:
@@ -223,17 +218,17 @@ class RepeatedLines:
             if not plain.queued:
                 plain.queued = True
                 unsettled.append(plain)
-        last_row = self._last_row
+        last_row = self.calls.last_row
         for tid, plain in last_of.items():
             pending[tid] = plain.pending
             last_row[tid] = plain.row
         return True
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
-        count_again = self.catalog.count_again
-        for plain in self._unsettled:
-            count_again(plain.row, plain.role, plain.last, plain.count, self.file)
+        count_again = self.sink.count_again
+        for plain in self.unsettled:
+            count_again(plain.row, plain.role, plain.last, plain.count)
             plain.count = 0
             plain.queued = False
-        self._unsettled.clear()
+        self.unsettled.clear()
