@@ -215,6 +215,11 @@ class Catalog:
         return row.problem
 
     @staticmethod
+    def layer_id(row: _Row) -> int:
+        """The id of a row's layer (``LayerSnapshot.id``)."""
+        return row.index + 1
+
+    @staticmethod
     def touched_last(rows: dict[str, _Row]) -> str:
         """The key of the row written last among ``rows`` ("" for none): which thread's call a
         line with no thread of its own belongs to."""

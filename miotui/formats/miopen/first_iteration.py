@@ -122,7 +122,7 @@ class FirstIteration:
         elif kind == SEARCH_STARTED:
             layer = None if waiting else row
             progress = SearchProgress(tid, fact.name, fact.total, started_ms=self.clock_at(n),
-                                      layer_id=None if layer is None else layer.index + 1)
+                                      layer_id=None if layer is None else self.sink.layer_id(layer))
             self._searches[tid] = (self.clock_at(n), progress)
             self.sink.search_progress(progress, tid)
             self._record(tid, SEARCH_STARTED, None, n, waiting, row, fact.name)

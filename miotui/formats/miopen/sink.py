@@ -58,6 +58,9 @@ class CatalogSink:
     def problem_of(self, row: LayerRow) -> Problem:
         return self.catalog.problem_of(row)
 
+    def layer_id(self, row: LayerRow) -> int:
+        return self.catalog.layer_id(row)
+
     def touched_last(self, rows: dict[str, LayerRow]) -> str:
         return self.catalog.touched_last(rows)
 
