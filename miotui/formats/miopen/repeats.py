@@ -33,6 +33,7 @@ from collections import Counter
 from operator import attrgetter
 from typing import Optional
 
+from miotui.catalog import Catalog
 from miotui.events import Annotation, Event, Sighting
 from miotui.formats.miopen.calls import CallTracker
 from miotui.formats.miopen.line_cache import LineCache
@@ -43,6 +44,9 @@ from miotui.formats.miopen.sink import CatalogSink
 PLAIN = 100
 
 _tid_of = attrgetter("tid")
+#: whether a row's latest values are these (``Catalog.has_latest``, which needs no catalog
+#: instance: bound once, as every repeated level line asks it)
+_has_latest = Catalog.has_latest
 
 #: what a plain line does
 COMMAND_CALL, COMMAND_FORM, INFO_FORM, ANNOTATIONS = "command", "command form", "info", "annotations"
@@ -76,9 +80,11 @@ class LineReplay:
     ``unsettled``: plain lines replayed whose calls are not yet on their rows."""
 
     def __init__(self, calls: CallTracker, lines: LineCache, sink: CatalogSink) -> None:
-        self.calls = calls
         self.lines = lines
         self.sink = sink
+        # the call tracker's per-thread state, updated in place (its dicts are never rebound):
+        # bound here because this is the path every repeated line of a log takes
+        self._pending, self._last_row, self._find_open = calls.pending, calls.last_row, calls.find_open
         #: replay plain lines (False: every line the general way; both give the same catalog)
         self.enabled = True
         self.unsettled: list[PlainLine] = []
@@ -91,8 +97,8 @@ class LineReplay:
         ev = events[0]
         if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command":
             return
-        row = self.calls.last_row.get(tid)
-        cur = self.calls.pending.get(tid)
+        row = self._last_row.get(tid)
+        cur = self._pending.get(tid)
         if row is None or not cur or len(cur) != 1 or cur[0][1] != ev.role:
             return
         if cur[0][2] == {"command"} and self.sink.problem_of(row) == ev.problem:
@@ -120,8 +126,8 @@ class LineReplay:
         ev = events[0]
         if ev.role == "mention" or ev.only_if_new or ev.source not in ("info", "execution-log"):
             return
-        row = self.calls.last_row.get(tid)
-        cur = self.calls.pending.get(tid)
+        row = self._last_row.get(tid)
+        cur = self._pending.get(tid)
         if row is not None and cur and self.sink.problem_of(row) == ev.problem:
             self.lines.remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
                                                            cur[0][0], ev.source)))
@@ -130,13 +136,12 @@ class LineReplay:
         """Do what ``plain`` does, if the scanner's state is the common one (checked by the
         caller, ``LogScanner._routing_is_common``); False: the general path must handle it."""
         tid = plain.tid
-        calls = self.calls
         if plain.how is ANNOTATIONS:
-            row = calls.last_row.get(tid)
-            return row is None or self.sink.has_latest(row, plain.pairs)
-        if calls.find_open and tid in calls.find_open:
+            row = self._last_row.get(tid)
+            return row is None or _has_latest(row, plain.pairs)
+        if self._find_open and tid in self._find_open:
             return False
-        cur = calls.pending.get(tid)
+        cur = self._pending.get(tid)
         if plain.how is COMMAND_CALL:
             if cur is not None:
                 for _p, _r, sources in cur:
@@ -158,7 +163,7 @@ class LineReplay:
             return True
         # INFO_FORM: the thread's current call, seen again as an invoker line
         row = plain.row
-        if plain.pairs and not self.sink.has_latest(row, plain.pairs):
+        if plain.pairs and not _has_latest(row, plain.pairs):
             return False
         problem, role = plain.problem, plain.role
         for p, r, sources in cur:
@@ -177,7 +182,7 @@ class LineReplay:
         if not plain.queued:
             plain.queued = True
             self.unsettled.append(plain)
-        self.calls.last_row[plain.tid] = plain.row
+        self._last_row[plain.tid] = plain.row
 
     def replay_call(self, plain: PlainLine, cur: Optional[list], n: int) -> None:
         """A Command line's call, again: the thread's current call is now this one (its
@@ -185,13 +190,13 @@ class LineReplay:
         if cur is not plain.pending or len(plain.sources) != 1:
             plain.sources.clear()
             plain.sources.add("command")
-            self.calls.pending[plain.tid] = plain.pending
+            self._pending[plain.tid] = plain.pending
         if not plain.queued:
             plain.queued = True
             self.unsettled.append(plain)
         plain.count += 1
         plain.last = n
-        self.calls.last_row[plain.tid] = plain.row
+        self._last_row[plain.tid] = plain.row
 
     def replay_run(self, run: list, first: int) -> bool:
         """A run of Command lines, each a call of its own (``run``: their ``PlainLine`` in
@@ -200,7 +205,7 @@ class LineReplay:
         exactly what ``replay_call`` does line by line.  A command log is such runs between
         its other lines, so a run costs a few C-level passes instead of a Python step per
         line.  False, with nothing done, when a thread's state is not the common one."""
-        pending, find_open = self.calls.pending, self.calls.find_open
+        pending, find_open = self._pending, self._find_open
         last_of = dict(zip(map(_tid_of, run), run, strict=True))     # each thread's last call in the run
         for tid in last_of:
             cur = pending.get(tid)
@@ -218,7 +223,7 @@ class LineReplay:
             if not plain.queued:
                 plain.queued = True
                 unsettled.append(plain)
-        last_row = self.calls.last_row
+        last_row = self._last_row
         for tid, plain in last_of.items():
             pending[tid] = plain.pending
             last_row[tid] = plain.row
@@ -226,9 +231,9 @@ class LineReplay:
 
     def settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
-        count_again = self.sink.count_again
-        for plain in self.unsettled:
-            count_again(plain.row, plain.role, plain.last, plain.count)
+        unsettled = self.unsettled
+        self.sink.count_again_all([(plain.row, plain.role, plain.last, plain.count) for plain in unsettled])
+        for plain in unsettled:
             plain.count = 0
             plain.queued = False
-        self.unsettled.clear()
+        unsettled.clear()

@@ -39,9 +39,12 @@ class CatalogSink:
         return self.catalog.add_sighting(problem, role, source, line, self.file, warnings, annotations, raw,
                                          count, only_if_new)
 
-    def count_again(self, row: LayerRow, role: str, line: int, times: int) -> None:
-        """``times`` more calls seen exactly as one before them (``Catalog.count_again``)."""
-        self.catalog.count_again(row, role, line, times, self.file)
+    def count_again_all(self, calls: Iterable[tuple[LayerRow, str, int, int]]) -> None:
+        """``count_again`` for each (row, role, last line, times): the replayed calls of a
+        stretch of lines, handed over at once."""
+        count_again, file = self.catalog.count_again, self.file
+        for row, role, line, times in calls:
+            count_again(row, role, line, times, file)
 
     def row_for(self, problem: Problem, line: int) -> LayerRow:
         return self.catalog.row_for(problem, line, self.file)
