@@ -59,7 +59,10 @@ __all__ = ["LogScanner", "LINE_CACHE_SIZE", "LINE_CACHE_CHARS", "MIN_RUN"]
 #: the shortest run of repeated Command lines replayed at once (shorter: line by line)
 MIN_RUN = 16
 
+
 class _Block:
+    """One API block being assembled on a thread, line by line."""
+
     __slots__ = ("header", "params", "first_line", "raw", "style", "tid")
 
     def __init__(self, header: str, line_no: int, raw: str, tid: str):
