@@ -172,6 +172,59 @@ class Catalog:
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
+    def writing(self) -> threading.RLock:
+        """The lock a writer holds over one batch of writes (a chunk of a log): readers see
+        whole chunks, and one lock per chunk costs nothing next to one per call."""
+        return self.lock
+
+    def read_bytes(self, count: int) -> None:
+        """``count`` more bytes of input were read."""
+        self.bytes += count
+
+    def read_lines(self, count: int) -> None:
+        """``count`` more lines of input were read."""
+        self.lines += count
+
+    def unknown_find(self) -> None:
+        """A Find whose problem no line named (``Info [FindConv...] requestAlgoCount`` alone)."""
+        self.unknown_finds += 1
+
+    def input_ended(self) -> None:
+        """The writer read its whole input (``seconds`` stops there)."""
+        self.finished = time.monotonic()
+
+    def log_is_timed(self) -> None:
+        """The log's lines carry a time field (the first-iteration view can show durations)."""
+        self.startup.timed = True
+
+    @property
+    def timed(self) -> bool:
+        return self.startup.timed
+
+    def setting(self, name: str, value: str) -> None:
+        """A setting the log reports (``MIOPEN_FIND_MODE = ...``)."""
+        self.startup.set(name, value)
+
+    def search_progress(self, progress, tid: str) -> None:
+        """A tuning search's progress on thread ``tid`` (None: it ended)."""
+        self.startup.progress(progress, tid)
+
+    @staticmethod
+    def problem_of(row: _Row) -> Problem:
+        """The layer a row (as ``add_sighting`` returned it) is of."""
+        return row.problem
+
+    @staticmethod
+    def layer_id(row: _Row) -> int:
+        """The id of a row's layer (``LayerSnapshot.id``)."""
+        return row.index + 1
+
+    @staticmethod
+    def touched_last(rows: dict[str, _Row]) -> str:
+        """The key of the row written last among ``rows`` ("" for none): which thread's call a
+        line with no thread of its own belongs to."""
+        return max(rows, key=lambda t: rows[t].version) if rows else ""
+
     def _touch(self, row: _Row) -> None:
         self.version += 1
         row.version = self.version

@@ -8,6 +8,8 @@
   functions);
 * no private name (``_x``) imported from another module;
 * no module over 800 lines (a module may be long when it is one idea; split along real seams, not to fit a cap);
+* no class with more than two bases (a class assembled from mixins that share state through
+  ``self`` is one class spread over files: build it from objects it owns instead);
 * no path of a developer's machine in the repository.
 """
 
@@ -129,6 +131,28 @@ def test_no_private_name_is_imported_from_another_module():
                 offenders += [f"{name}: from {node.module} import {a.name}" for a in node.names
                               if a.name.startswith("_") and not a.name.startswith("__")]
     assert offenders == []
+
+
+MAX_BASES = 2
+
+
+def classes_with_many_bases(name: str, source: str) -> list[str]:
+    """``module.Class (n bases)`` for each class of ``source`` with more than ``MAX_BASES``
+    bases (keywords such as ``metaclass=`` are not bases), nested classes included."""
+    return [f"{name}.{node.name} ({len(node.bases)} bases)" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ClassDef) and len(node.bases) > MAX_BASES]
+
+
+def test_no_class_has_more_than_two_bases():
+    offenders = [found for name, path in MODULES.items()
+                 for found in classes_with_many_bases(name, path.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_the_base_counter_finds_a_class_of_mixins():
+    source = ("class Scanner(CallRouting, CatJoining, WholeBlocks):\n    pass\n"
+              "class Two(A, B, metaclass=M):\n    class Inner(A, B, C, D):\n        pass\n")
+    assert classes_with_many_bases("m", source) == ["m.Scanner (3 bases)", "m.Inner (4 bases)"]
 
 
 def test_no_module_is_too_long_to_hold():

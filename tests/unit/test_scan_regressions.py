@@ -95,5 +95,5 @@ def test_line_cache_is_bounded_for_logs_of_distinct_long_lines():
     for i in range(20000):
         scanner.feed((f"{i} " + "x" * 2000 + "\n").encode())
         scanner.feed(f"epoch {i} loss 0.{i}\n".encode())
-    assert sum(len(k) for k in scanner._cache) <= scan.LINE_CACHE_CHARS
-    assert len(scanner._cache) <= scan.LINE_CACHE_SIZE
+    assert sum(len(k) for k in scanner.lines.entries) <= scan.LINE_CACHE_CHARS
+    assert len(scanner.lines.entries) <= scan.LINE_CACHE_SIZE

@@ -77,7 +77,7 @@ def classify(line: str) -> tuple:
         if stripped == "}":
             return (CLOSE, tid)
         if stripped.endswith("{"):
-            # and the text of the block's own "}" line, to look for (see LogScanner._whole_block);
+            # and the text of the block's own "}" line, to look for (see whole_blocks.BlockCache.find);
             # None when the prefix carries MIOpen's elapsed time or date: every "}" line differs
             prefix = line[:len(line) - len(body)]
             timed = any(ch.isdigit() for ch in prefix[prefix.find("MIOpen"):])

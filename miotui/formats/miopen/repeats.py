@@ -4,7 +4,7 @@ level lines.
 A training log repeats the same few hundred lines millions of times: each iteration logs
 the same ``Command [LogCmdConvolution] ...`` lines, and at ``MIOPEN_LOG_LEVEL`` 5-6 the same
 ``algo = 5, workspace = 0`` and ``Returning an invoker for problem ...`` lines after them.
-The general path routes each through the call bookkeeping (``CallRouting``): a dozen Python
+The general path routes each through the call bookkeeping (``calls.CallTracker``): a dozen Python
 calls per line.  Once a line has gone that way and turned out to be *plain*, its class in
 the scanner's line cache is replaced by a ``PLAIN`` entry that says what the line does, and
 the next time the same text comes the scanner does just that, in a few dictionary
@@ -21,8 +21,10 @@ operations, whenever the scanner's state is the common one:
 
 Anything else (an API block open on the thread, a Find in progress, a typed command held, a
 new annotation value...) goes the general way, which gives the same catalog: the tests run
-every log both ways.  ``RepeatedLines`` is the part of ``LogScanner`` (which inherits it)
-that registers and replays these lines; its state lives on the scanner.
+every log both ways.  ``LineReplay``, owned by the scanner, registers and replays these lines:
+it updates the call tracker's per-thread state (``calls.CallTracker``) and the line cache
+(``line_cache``) it is given, and counts the replayed calls through the sink in one go
+(``settle``).
 """
 
 from __future__ import annotations
@@ -31,13 +33,20 @@ from collections import Counter
 from operator import attrgetter
 from typing import Optional
 
+from miotui.catalog import Catalog
 from miotui.events import Annotation, Event, Sighting
+from miotui.formats.miopen.calls import CallTracker
+from miotui.formats.miopen.line_cache import LineCache
 from miotui.formats.miopen.lines import NOISE
+from miotui.formats.miopen.sink import CatalogSink
 
 #: the kind of a line-cache entry that replays a plain line (after the kinds of ``lines``)
 PLAIN = 100
 
 _tid_of = attrgetter("tid")
+#: whether a row's latest values are these (``Catalog.has_latest``, which needs no catalog
+#: instance: bound once, as every repeated level line asks it)
+_has_latest = Catalog.has_latest
 
 #: what a plain line does
 COMMAND_CALL, COMMAND_FORM, INFO_FORM, ANNOTATIONS = "command", "command form", "info", "annotations"
@@ -47,7 +56,7 @@ class PlainLine:
     """What one plain line does: its thread, the call it makes (``problem``, ``role``, the
     layer's ``row``), or the annotations it repeats.  ``pending`` is the call bookkeeping
     entry a Command line leaves (reused while unchanged); ``count``/``last`` are calls
-    replayed but not yet added to the row (``RepeatedLines._settle`` adds them)."""
+    replayed but not yet added to the row (``LineReplay.settle`` adds them)."""
 
     __slots__ = ("tid", "how", "problem", "role", "row", "pairs", "pending", "sources", "count", "last",
                  "queued", "match", "source")
@@ -66,21 +75,24 @@ class PlainLine:
         self.match = match
 
 
-class RepeatedLines:
-    """``LogScanner``'s fast path for repeated plain lines (see the module docstring)."""
+class LineReplay:
+    """The scanner's fast path for repeated plain lines (see the module docstring).
+    ``unsettled``: plain lines replayed whose calls are not yet on their rows."""
 
-    #: replay plain lines (False: every line the general way; both give the same catalog)
-    repeat_lines = True
+    def __init__(self, calls: CallTracker, lines: LineCache, sink: CatalogSink) -> None:
+        self.lines = lines
+        self.sink = sink
+        # the call tracker's per-thread state, updated in place (its dicts are never rebound):
+        # bound here because this is the path every repeated line of a log takes
+        self._pending, self._last_row, self._find_open = calls.pending, calls.last_row, calls.find_open
+        #: replay plain lines (False: every line the general way; both give the same catalog)
+        self.enabled = True
+        self.unsettled: list[PlainLine] = []
 
-    def _routing_is_common(self) -> bool:
-        """No state that changes how a call line is counted: no held API block or typed
-        command, no cat call being joined, no MIOpenDriver run in progress."""
-        return not (self._held or self._cat or self._driver_run or self.driver.held is not None)
-
-    def _register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
+    def register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
         """After the general path handled Command line ``line``: remember it as plain if it
         was one call of its own on its layer."""
-        if not self.repeat_lines or len(events) != 1 or type(events[0]) is not Sighting:
+        if not self.enabled or len(events) != 1 or type(events[0]) is not Sighting:
             return
         ev = events[0]
         if ev.role == "mention" or ev.annotations or ev.only_if_new or ev.source != "command":
@@ -89,24 +101,25 @@ class RepeatedLines:
         cur = self._pending.get(tid)
         if row is None or not cur or len(cur) != 1 or cur[0][1] != ev.role:
             return
-        if cur[0][2] == {"command"} and row.problem == ev.problem:
+        if cur[0][2] == {"command"} and self.sink.problem_of(row) == ev.problem:
             plain = PlainLine(tid, COMMAND_CALL, ev.problem, ev.role, row, ())
-            if self._remember(line, (PLAIN, c, plain)):
-                self._calls_by_text[line] = plain
-        elif cur[0][2] == {"api-trace", "command"} and row.problem == cur[0][0]:
-            self._remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (), cur[0][0])))
+            if self.lines.remember(line, (PLAIN, c, plain)):
+                self.lines.calls[line] = plain
+        elif cur[0][2] == {"api-trace", "command"} and self.sink.problem_of(row) == cur[0][0]:
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, COMMAND_FORM, ev.problem, ev.role, row, (),
+                                                           cur[0][0])))
 
-    def _register_level(self, line: str, c: tuple, tid: str, events: list[Event], effect: bool) -> None:
+    def register_level(self, line: str, c: tuple, tid: str, events: list[Event], effect: bool) -> None:
         """After the general path handled level line ``line`` (``effect``: it opened a Find
         or stated a startup fact, so it is never plain)."""
-        if not self.repeat_lines or effect:
+        if not self.enabled or effect:
             return
         if not events:
-            self._remember(line, (NOISE,))
+            self.lines.remember(line, (NOISE,))
             return
         if all(type(e) is Annotation and e.problem is None for e in events):
             pairs = tuple((e.name, e.value) for e in events)
-            self._remember(line, (PLAIN, c, PlainLine(tid, ANNOTATIONS, None, None, None, pairs)))
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, ANNOTATIONS, None, None, None, pairs)))
             return
         if len(events) != 1 or type(events[0]) is not Sighting:
             return
@@ -115,30 +128,17 @@ class RepeatedLines:
             return
         row = self._last_row.get(tid)
         cur = self._pending.get(tid)
-        if row is not None and cur and row.problem == ev.problem:
-            self._remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
-                                                      cur[0][0], ev.source)))
+        if row is not None and cur and self.sink.problem_of(row) == ev.problem:
+            self.lines.remember(line, (PLAIN, c, PlainLine(tid, INFO_FORM, ev.problem, ev.role, row, ev.annotations,
+                                                           cur[0][0], ev.source)))
 
-    def _remember(self, line: str, entry: tuple) -> bool:
-        if line in self._cache:   # only while the line's class is cached (the cache may have been cleared)
-            self._cache[line] = entry
-            return True
-        return False
-
-    def _replay(self, plain: PlainLine, n: int) -> bool:
+    def replay(self, plain: PlainLine, n: int) -> bool:
         """Do what ``plain`` does, if the scanner's state is the common one (checked by the
-        caller with ``_routing_is_common``); False: the general path must handle it."""
+        caller, ``LogScanner._routing_is_common``); False: the general path must handle it."""
         tid = plain.tid
         if plain.how is ANNOTATIONS:
             row = self._last_row.get(tid)
-            if row is None:
-                return True
-            annotations = row.annotations
-            for name, value in plain.pairs:
-                values = annotations.get(name)
-                if not values or values[-1] != value:
-                    return False
-            return True
+            return row is None or _has_latest(row, plain.pairs)
         if self._find_open and tid in self._find_open:
             return False
         cur = self._pending.get(tid)
@@ -163,7 +163,7 @@ class RepeatedLines:
             return True
         # INFO_FORM: the thread's current call, seen again as an invoker line
         row = plain.row
-        if plain.pairs and not self.catalog.has_latest(row, plain.pairs):
+        if plain.pairs and not _has_latest(row, plain.pairs):
             return False
         problem, role = plain.problem, plain.role
         for p, r, sources in cur:
@@ -177,23 +177,23 @@ class RepeatedLines:
 
     def _queue_seen(self, plain: PlainLine, n: int) -> None:
         """Another form of the thread's current call: not counted, its row seen at line ``n``
-        (at ``_settle``), and the thread's last row is that call's."""
+        (at ``settle``), and the thread's last row is that call's."""
         plain.last = n
         if not plain.queued:
             plain.queued = True
-            self._unsettled.append(plain)
+            self.unsettled.append(plain)
         self._last_row[plain.tid] = plain.row
 
     def replay_call(self, plain: PlainLine, cur: Optional[list], n: int) -> None:
         """A Command line's call, again: the thread's current call is now this one (its
-        bookkeeping entry reused when it already is), counted on the row at ``_settle``."""
+        bookkeeping entry reused when it already is), counted on the row at ``settle``."""
         if cur is not plain.pending or len(plain.sources) != 1:
             plain.sources.clear()
             plain.sources.add("command")
             self._pending[plain.tid] = plain.pending
         if not plain.queued:
             plain.queued = True
-            self._unsettled.append(plain)
+            self.unsettled.append(plain)
         plain.count += 1
         plain.last = n
         self._last_row[plain.tid] = plain.row
@@ -212,7 +212,7 @@ class RepeatedLines:
             if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
                 return False
         last_at = dict(zip(run, range(first, first + len(run)), strict=True))
-        unsettled = self._unsettled
+        unsettled = self.unsettled
         for plain, times in Counter(run).items():     # first-seen order, as line by line
             sources = plain.sources
             if len(sources) != 1 or "command" not in sources:
@@ -229,11 +229,11 @@ class RepeatedLines:
             last_row[tid] = plain.row
         return True
 
-    def _settle(self) -> None:
+    def settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
-        count_again = self.catalog.count_again
-        for plain in self._unsettled:
-            count_again(plain.row, plain.role, plain.last, plain.count, self.file)
+        unsettled = self.unsettled
+        self.sink.count_again_all([(plain.row, plain.role, plain.last, plain.count) for plain in unsettled])
+        for plain in unsettled:
             plain.count = 0
             plain.queued = False
-        self._unsettled.clear()
+        unsettled.clear()

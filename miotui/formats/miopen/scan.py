@@ -9,18 +9,26 @@ for its kind.  Decoders never see positions; the scanner adds line numbers and t
 
 Speed comes from classifying each distinct line once: a training log repeats the
 same lines every iteration, so the classification of a line is cached by its text.
+
+The scanner is built from parts it owns, each one concept with its own state: the line cache
+(``line_cache``), the call tracker and the cat joiner (``calls``), the first-iteration
+attributor and the log's clock (``first_iteration``), the whole-block and repeated-line
+replays (``whole_blocks``, ``repeats``), the decoders of each kind of text, and the sink that
+hands what they found to the catalog (``sink``).  The scanner frames lines, dispatches each to
+the part for its kind and passes what one part says to another as arguments.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Optional, Sequence
 
 from miotui.catalog import Catalog
 from miotui.driver import DriverCommandError, parse_driver_args
 from miotui.events import Annotation, Event, OpSeen, Setting, Sighting, Undecoded
-from miotui.formats.miopen.calls import FIND_FUNCS, CallRouting, CatJoining
+from miotui.formats.miopen.calls import FIND_FUNCS, CallTracker, CatJoiner
 from miotui.formats.miopen.clock_fields import lift, strip_line
+from miotui.formats.miopen.first_iteration import FirstIteration
+from miotui.formats.miopen.line_cache import LINE_CACHE_CHARS, LINE_CACHE_SIZE, LineCache
 from miotui.formats.miopen.lines import (
     BARE_CLOSE,
     BARE_HEADER,
@@ -38,24 +46,23 @@ from miotui.formats.miopen.lines import (
     PERF,
     SQL,
     TEXT,
-    classify,
     cut_at_the_end,
 )
-from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, RepeatedLines
-from miotui.formats.miopen.startup_lines import StartupRouting, has_clock, read_perf_record
-from miotui.formats.miopen.whole_blocks import MAX_BLOCK_LINES, WholeBlocks
-from miotui.problems import Problem
+from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, LineReplay
+from miotui.formats.miopen.sink import CatalogSink
+from miotui.formats.miopen.startup_lines import has_clock, read_perf_record, read_startup_line
+from miotui.formats.miopen.whole_blocks import MAX_BLOCK_LINES, BlockCache
 from miotui.sources import MAX_LINE
 
-#: Distinct lines whose classification is cached; the cache is cleared when it holds more
-#: than LINE_CACHE_SIZE lines or LINE_CACHE_CHARS characters, so it stays under ~50 MB
-#: whatever the log (a log of distinct lines just re-classifies them).
-LINE_CACHE_SIZE = 100_000
+__all__ = ["LogScanner", "LINE_CACHE_SIZE", "LINE_CACHE_CHARS", "MIN_RUN"]
+
 #: the shortest run of repeated Command lines replayed at once (shorter: line by line)
 MIN_RUN = 16
-LINE_CACHE_CHARS = 24_000_000
+
 
 class _Block:
+    """One API block being assembled on a thread, line by line."""
+
     __slots__ = ("header", "params", "first_line", "raw", "style", "tid")
 
     def __init__(self, header: str, line_no: int, raw: str, tid: str):
@@ -67,7 +74,7 @@ class _Block:
         self.tid = tid
 
 
-class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedLines):
+class LogScanner:
     """Feeds one source (file, stdin, followed log) into a catalog, chunk by chunk."""
 
     #: Recognise repeated API blocks as whole texts (False: strictly line by line; the
@@ -75,51 +82,63 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
     whole_blocks = True
 
     def __init__(self, catalog: Catalog, file: str = ""):
-        self.catalog = catalog
+        from miotui.formats.miopen.dbrecords import SqlConfigReader, decode_db_record
+        from miotui.formats.miopen.driver_output import DriverLogTracker
+        from miotui.formats.miopen.levels import LevelDecoder
+        from miotui.formats.miopen.trace import DTYPE_GUESS_WARNING, TraceDecoder
         self.file = file
         self.line_no = 0
         self._carry = b""
-        self._cache: dict[str, tuple] = {}
-        self._cache_chars = 0
-        #: text lines the driver tracker ignored, cached as NOISE since (skipped while cached,
-        #: which can matter later: a carried state, ``carried_state``)
-        self._quieted: set[str] = set()
         #: the driver tracker answered a line or held a command (then which lines were quieted
         #: matters, and it depends on the cache's history: ``miotui.decoding.ranges`` decodes serially)
         self.driver_answered = False
         self._blocks: dict[str, _Block] = {}
         self._orphan: set[str] = set()
-        # tid -> [(problem, role, sources seen)] of its current call (a list: one or two
-        # entries, and no problem hashed per sighting)
-        self._pending: dict[str, list[tuple[Problem, str, set[str]]]] = {}
-        self._last_row: dict[str, object] = {}
-        self._driver_run: dict[str, object] = {}  # tid -> problem of the MIOpenDriver run in progress
-        self._find_open: dict[str, list] = {}  # tid -> [direction, problem looked up] of a legacy Find
-        self._held: dict[str, tuple] = {}  # tid -> API sighting with a guessed dtype, awaiting its Command line
-        self._cat: dict[str, list] = {}   # tid -> the cat Command lines of its call so far
         self._command_cache: dict[tuple[str, str, str], list[Event]] = {}
-        self._whole_blocks: dict[str, object] = {}   # block text -> its _BlockEntry, or False
-        self._whole_chars = 0
-        self._bare_close = False  # the last block ended with a bare "}" (MIOpen 1.x)
-        #: blocks whose events were reused by their text, without the trace decoder (for tests)
-        self.whole_block_hits = 0
         self._db_cache: dict[str, Optional[list[Event]]] = {}
         self._driver_line = 0   # the line of the command the driver tracker holds
         self._last_line = ""    # the last whole line read (was the input cut inside it?)
-        self._unsettled: list = []   # plain lines replayed, their calls not yet on their rows
-        self._calls_by_text: dict[str, object] = {}   # a Command line that is a call of its own -> its PlainLine
         self._timed: Optional[bool] = None   # MIOpen's lines carry a time field (None: no line yet)
-        self._startup_init()
-        from miotui.formats.miopen.dbrecords import SqlConfigReader, decode_db_record
-        from miotui.formats.miopen.driver_output import DriverLogTracker
-        from miotui.formats.miopen.levels import LevelDecoder
-        from miotui.formats.miopen.trace import DTYPE_GUESS_WARNING, TraceDecoder
-        self._guess_warnings = frozenset({DTYPE_GUESS_WARNING})
+        # the decoders of each kind of text
         self.trace = TraceDecoder()
         self.levels = LevelDecoder()
         self.driver = DriverLogTracker(lambda: (self.levels.recent_convs, self.levels.recent_im2col))
         self.sql = SqlConfigReader()
         self._decode_db_record = decode_db_record
+        # the parts that keep what the lines said
+        self.sink = CatalogSink(catalog, file)
+        self.lines = LineCache()
+        self.startup = FirstIteration(self.sink)
+        self.calls = CallTracker(self.sink, self.startup, self.driver.current_problem,
+                                 frozenset({DTYPE_GUESS_WARNING}))
+        self.cat = CatJoiner()
+        self.block_cache = BlockCache()
+        self.replay = LineReplay(self.calls, self.lines, self.sink)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog this scanner writes into (``move_to`` changes it)."""
+        return self.sink.catalog
+
+    @property
+    def repeat_lines(self) -> bool:
+        """Replay plain repeated lines (False: every line the general way; both give the same
+        catalog, which the tests check)."""
+        return self.replay.enabled
+
+    @repeat_lines.setter
+    def repeat_lines(self, on: bool) -> None:
+        self.replay.enabled = on
+
+    @property
+    def whole_block_hits(self) -> int:
+        """Blocks whose events were reused by their text, without the trace decoder (for tests)."""
+        return self.block_cache.hits
+
+    @property
+    def clock_asked_unknown(self) -> bool:
+        """A fact asked for the clock where its value is not known (``FirstIteration``)."""
+        return self.startup.clock_asked_unknown
 
     # ------------------------------------------------------------------ input
 
@@ -131,8 +150,8 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         """
         if not data:
             return
-        with self.catalog.lock:
-            self.catalog.bytes += len(data)
+        with self.sink.writing():
+            self.sink.read_bytes(len(data))
             if self._carry == b"\r":  # a line already ended at this "\r"
                 self._carry = b""
                 if data.startswith(b"\n"):
@@ -153,7 +172,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
 
     def finish(self) -> None:
         """End of input: the last unterminated line counts, open blocks are cut short."""
-        with self.catalog.lock:
+        with self.sink.writing():
             if self._carry and self._carry != b"\r":
                 self._process(self._carry)
             self._carry = b""
@@ -168,37 +187,24 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
                 self._undecoded(block.first_line, "API block cut short: no closing '}' before the end of input",
                                 block.raw[0])
             self._blocks.clear()
-            for tid in list(self._cat):
+            for tid in list(self.cat.parts):
                 self._flush_cat(tid)
-            for tid in list(self._held):
-                self._flush_held(tid)
-            self._pending.clear()
-            self._startup_finish()
-            for tid in list(self._find_open):
-                self._close_find(tid)
-            self.catalog.finished = time.monotonic()
-
-    #: attributes that only speed the scan up (a cache rebuilt from the lines, a counter):
-    #: two scanners may differ there and still read every later line the same way
-    SPEED_ONLY = frozenset({"catalog", "_cache", "_cache_chars", "_whole_blocks", "_whole_chars",
-                            "whole_block_hits", "_command_cache", "_db_cache", "_calls_by_text",
-                            "_guess_warnings", "_decode_db_record", "trace", "levels", "driver", "sql",
-                            # the time fields of the chunk being read: all applied between chunks
-                            "_chunk_fields", "_chunk_base", "_chunk_next",
-                            # the whole-block path's guess at how blocks end (a wrong one: line by line)
-                            "_bare_close",
-                            # they matter only where the driver tracker answers lines (see there)
-                            "_quieted", "driver_answered",
-                            # the clock after a warm-up is not the serial one: a range that asks
-                            # for it is not trusted (``clock_asked_unknown``), so it is not compared
-                            "_clock", "clock_unknown", "clock_asked_unknown"})
+            self.calls.finish()
+            self.startup.finish()
+            self.calls.close_finds(self.line_no)
+            self.sink.input_ended()
 
     def carried_state(self) -> dict[str, object]:
         """What this scanner carries from the lines it read to the lines after them, by name
-        (its decoders' own state included; its caches not): two scanners whose carried
-        states are equal read every later line the same way (``miotui.decoding.ranges`` checks
-        that where one file is decoded in ranges)."""
-        state = {name: value for name, value in vars(self).items() if name not in self.SPEED_ONLY}
+        (its parts' and decoders' own state included; caches, counters and the clock not):
+        two scanners whose carried states are equal read every later line the same way
+        (``miotui.decoding.ranges`` checks that where one file is decoded in ranges)."""
+        state: dict[str, object] = {
+            "file": self.file, "line_no": self.line_no, "carry": self._carry, "blocks": self._blocks,
+            "orphan": self._orphan, "driver_line": self._driver_line, "last_line": self._last_line,
+            "timed": self._timed, "cat": self.cat.parts, "unsettled": self.replay.unsettled}
+        state.update(self.calls.carried_state())
+        state.update(self.startup.carried_state())
         for name in ("trace", "levels", "driver", "sql"):
             state[name] = getattr(self, name)
         return state
@@ -207,22 +213,13 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         """Go on into ``catalog`` (the range after a warm-up, ``miotui.decoding.ranges``): the rows
         this scanner met are carried over (``Catalog.carry_rows``) and its caches, which hold
         rows, start empty (but for the text lines it quieted)."""
-        with self.catalog.lock:
-            if self._unsettled:
-                self._settle()
-            made = catalog.carry_rows(self.catalog.rows_met())
-            self._last_row = {tid: made[id(row)] for tid, row in self._last_row.items()}
-            self._cache.clear()
-            self._cache_chars = 0
-            for line in self._quieted:
-                self._cache[line] = (NOISE,)
-            self._calls_by_text.clear()
-            self._whole_blocks.clear()
-            self._whole_chars = 0
-            if self.catalog.startup.timed:
-                catalog.startup.timed = True
-            self.clock_unknown = bool(self._timed)
-            self.catalog = catalog
+        with self.sink.writing():
+            if self.replay.unsettled:
+                self.replay.settle()
+            self.calls.moved(self.sink.move_to(catalog))
+            self.lines.restart()
+            self.block_cache.clear()
+            self.startup.clock_unknown = bool(self._timed)
 
     @staticmethod
     def _cap(carry: bytes) -> bytes:
@@ -234,7 +231,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         if self._timed is None:
             self._timed = has_clock(text)
             if self._timed:
-                self.catalog.startup.timed = True
+                self.sink.log_is_timed()
         if self._timed:
             self._process_timed(text)
             return
@@ -264,15 +261,14 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if self.whole_blocks:
             text, fields = lift(text)
-            self._clock_chunk(fields)
+            self.startup.clock_chunk(fields, self.line_no)
             self._process_range(text, 0, len(text))
-            self._clock_chunk_done()
+            self.startup.clock_chunk_done()
             return
         for raw in text.split("\n"):
             line, fields = strip_line(raw)
-            self._clock_line(fields)
+            self.startup.clock_line(fields)
             self._process_lines([line])
-
     def _process_range(self, text: str, pos: int, end: int) -> None:
         """The lines of ``text[pos:end]``: each API block whose text was seen before is
         handled as one unit (``_whole_block``), the other lines one by one.
@@ -305,8 +301,8 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
 
     def _process_lines(self, lines: list[str]) -> None:
         """Lines one by one, except runs of repeated Command lines that are calls of their own
-        (``RepeatedLines.replay_run``), looked for where most of the lines are such calls."""
-        by_text = self._calls_by_text
+        (``LineReplay.replay_run``), looked for where most of the lines are such calls."""
+        by_text = self.lines.calls
         if not by_text or len(lines) < 256:
             self._each_line(lines)
             return
@@ -331,9 +327,9 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             if j > start:
                 self._each_line(lines[start:j])
             run = list(map(by_text.get, lines[j:k]))
-            if None not in run and self._routing_is_common() and self.replay_run(run, self.line_no + 1):
+            if None not in run and self._routing_is_common() and self.replay.replay_run(run, self.line_no + 1):
                 self.line_no += k - j
-                self.catalog.lines += k - j
+                self.sink.read_lines(k - j)
                 self._last_line = lines[k - 1]
             else:   # the first line the general way, then look again
                 k = j + 1
@@ -341,22 +337,24 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             start = i = k
         if start < end:
             self._each_line(lines[start:])
-        if self._unsettled:
-            self._settle()
+        if self.replay.unsettled:
+            self.replay.settle()
 
     def _each_line(self, lines: list[str]) -> None:
-        cache = self._cache
+        cache = self.lines.entries
+        classify_new = self.lines.classify_new
         blocks = self._blocks
         n = self.line_no
-        pending, find_open = self._pending, self._find_open
-        replay_call = self.replay_call
-        last_row = self._last_row
+        calls = self.calls
+        pending, find_open, last_row = calls.pending, calls.find_open, calls.last_row
+        replay = self.replay
+        replay_call = replay.replay_call
         common = self._routing_is_common()
         for line in lines:
             n += 1
             c = cache.get(line)
             if c is None:
-                line, c = self._classify_new(line)
+                line, c = classify_new(line)
             kind = c[0]
             if kind == PARAM:
                 # The hot path: most lines of an API trace are parameters of an open block.
@@ -381,33 +379,49 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
                         if cur is None or (len(cur) == 1 and "command" in cur[0][2]):
                             replay_call(plain, cur, n)
                             continue
-                    if self._replay(plain, n):
+                    if replay.replay(plain, n):
                         continue
                 c = c[1]
                 kind = c[0]
             self.line_no = n
             self._dispatch(kind, c, line, n)
             common = self._routing_is_common()
-        if self._unsettled:
-            self._settle()
+        if replay.unsettled:
+            replay.settle()
         self.line_no = n
-        self.catalog.lines += len(lines)
+        self.sink.read_lines(len(lines))
         if lines:
             self._last_line = lines[-1]
 
-    def _classify_new(self, line: str) -> tuple[str, tuple]:
-        """Classify a line not in the cache and cache it: (the line as kept, its class)."""
-        if len(line) > MAX_LINE:
-            line = line[:MAX_LINE]
-        c = classify(line)
-        self._cache_chars += len(line)
-        if len(self._cache) >= LINE_CACHE_SIZE or self._cache_chars > LINE_CACHE_CHARS:
-            self._cache.clear()
-            self._quieted.clear()
-            self._calls_by_text.clear()
-            self._cache_chars = len(line)
-        self._cache[line] = c
-        return line, c
+    def _routing_is_common(self) -> bool:
+        """No state that changes how a call line is counted (so ``LineReplay`` may replay
+        it): no held API block or typed command, no cat call being joined, no MIOpenDriver
+        run in progress."""
+        calls = self.calls
+        return not (calls.held or self.cat.parts or calls.driver_run or self.driver.held is not None)
+
+    def _whole_block(self, text: str, start: int, header_end: int, end: int) -> int:
+        """The API block whose header line is ``text[start:header_end]`` as one unit
+        (``BlockCache.find``): the position after it, or -1 where the line-by-line path must
+        decide."""
+        found = self.block_cache.find(text, start, header_end, end, self.lines, self._blocks, self.trace.is_pure)
+        if found is None:
+            return -1
+        entry, after = found
+        raw = entry.raw
+        tid = entry.tid
+        n = self.line_no = self.line_no + 1
+        self._begin_call(tid)        # at the header line, as the line path does (it may close a Find)
+        self.line_no += len(raw) - 1
+        self.sink.read_lines(len(raw))
+        events, plain = self.block_cache.events(entry, self.trace.state_version, self._block_events,
+                                                self.calls.waits_for_dtype)
+        if plain and not self.calls.held:
+            # one plain call: what _apply and CallTracker.sighting would decide, without asking them
+            self.calls.add(tid, events[0], n, _raw_of(n, raw))
+        elif events:
+            self._apply(events, tid, n, raw[0], _raw_of(n, raw))
+        return after + 1
 
     # ------------------------------------------------------------------ dispatch
 
@@ -450,7 +464,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             if block is None:
                 self._orphan.discard(tid)
                 return
-            self._bare_close = kind == BARE_CLOSE
+            self.block_cache.bare_close = kind == BARE_CLOSE
             block.raw.append(line)
             self._decode_block(tid, block.header, block.params, block.first_line, block.raw)
             return
@@ -458,15 +472,7 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             self._command(c[1], c[2], c[3], n, line)
             return
         if kind == LEVEL:
-            direction = FIND_FUNCS.get(c[3])
-            effect = direction is not None and c[4].startswith("requestAlgoCount")
-            if effect:
-                self._open_find(c[1], direction, n, line)
-            effect = self._startup_line(c[1], c[3], c[4], n) or effect
-            events = self.levels.decode(c[2], c[3], c[4])
-            if events:
-                self._apply(events, c[1], n, line)
-            self._register_level(line, c, c[1], events, effect)
+            self._level(c, n, line)
             return
         if kind == OLD_COMMAND:
             self._old_command(c[1], c[2], n, line)
@@ -486,11 +492,26 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
             self._text(line, c, n)
             return
         if kind == PERF:  # no prefix, no thread: the call of the thread that logged last
-            rows = self._last_row
-            tid = max(rows, key=lambda t: rows[t].version) if rows else ""
-            self._apply(read_perf_record(c[1]), tid, n, line)
+            self._apply(read_perf_record(c[1]), self.sink.touched_last(self.calls.last_row), n, line)
             return
         # OTHER: MIOpen-prefixed text of no interest (multi-line descriptor dumps etc.)
+
+    def _level(self, c: tuple, n: int, line: str) -> None:
+        """A level line (``MIOpen(HIP): Info [func] message``): a legacy Find's start, a
+        first-iteration fact, what the level decoder reads in it."""
+        tid, func, message = c[1], c[3], c[4]
+        direction = FIND_FUNCS.get(func)
+        effect = direction is not None and message.startswith("requestAlgoCount")
+        if effect:
+            self.calls.open_find(tid, direction, n, line, self.line_no)
+        fact = read_startup_line(func, message)
+        if fact is not None:
+            self.startup.fact(tid, fact, n, *self.calls.startup_layer(tid))
+            effect = True
+        events = self.levels.decode(c[2], func, message)
+        if events:
+            self._apply(events, tid, n, line)
+        self.replay.register_level(line, c, tid, events, effect)
 
     def _flush_driver(self, kind: int, c: tuple, n: int) -> None:
         """The typed command the driver tracker held for a line (see its ``held``), before
@@ -513,19 +534,22 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         if self.driver.held is not None:
             self._flush_driver(HEADER, (), self.line_no)
         self._orphan.discard(tid)
-        if self._cat:
+        if self.cat.parts:
             self._flush_cat(tid)
-        if self._held:
-            self._flush_held(tid)
-        self._pending.pop(tid, None)
-        if self._find_open:
-            self._close_find(tid)
+        self.calls.begin_call(tid, self.line_no)
+
+    def _flush_cat(self, tid: str) -> None:
+        """The thread's cat call ends (``CatJoiner``): record it."""
+        joined = self.cat.flush(tid)
+        if joined is not None:
+            events, n, line, raw = joined
+            self._apply(events, tid, n, line, raw)
 
     def _decode_block(self, tid: str, header: str, params: Sequence[tuple[str, str]], first_line: int,
                       raw_lines: Sequence[str]) -> None:
         events = self._block_events(header, params)
         if events:
-            self._apply(events, tid, first_line, raw_lines[0], self._raw_of(first_line, raw_lines))
+            self._apply(events, tid, first_line, raw_lines[0], _raw_of(first_line, raw_lines))
 
     def _block_events(self, header: str, params: Sequence[tuple[str, str]]) -> list[Event]:
         try:
@@ -533,53 +557,35 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         except Exception as e:  # a decoder bug must not stop the scan
             return [Undecoded(f"trace decoder failed: {type(e).__name__}: {e}")]
 
-    @staticmethod
-    def _raw_of(first_line: int, raw_lines: Sequence[str]) -> Callable[[], list[tuple[int, str]]]:
-        """The block's source lines with their numbers, built only for a new layer."""
-        return lambda: [(first_line + i, text) for i, text in enumerate(raw_lines)]
-
     def _command(self, tid: str, fn: str, args: str, n: int, line: str) -> None:
-        if self._cat and fn != "LogCmdCat":
+        if self.cat.parts and fn != "LogCmdCat":
             self._flush_cat(tid)
         key = (fn, args, "")
         events = self._command_cache.get(key)
         seen = events is not None
         if events is None:
-            events = self._decode_command(args.split(), log_fn=fn, api_name=None,
-                                          find=fn == "LogCmdFindConvolution")
+            events = _decode_command(args.split(), log_fn=fn, api_name=None, find=fn == "LogCmdFindConvolution")
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        if fn == "LogCmdCat" and self._cat_part(tid, events, n, line):
+        if fn == "LogCmdCat" and self.cat.part(tid, events, n, line):
             return
-        if not self._bare_form_of_traced_call(tid, args, events):
+        if not self.calls.bare_form_of_traced_call(tid, args, events):
             self._apply(events, tid, n, line)
             if seen:   # a command met before will likely come again: replay it from now on (a log of
                 # distinct layers meets each once, and registering every line cost a tenth of its decode)
-                self._register_command(line, (COMMAND, tid, fn, args), tid, events)
+                self.replay.register_command(line, (COMMAND, tid, fn, args), tid, events)
 
     def _old_command(self, api: str, args: str, n: int, line: str) -> None:
         key = ("", args, api)
         events = self._command_cache.get(key)
         if events is None:
-            events = self._decode_command(args.split(), log_fn=None, api_name=api, find="Find" in api)
+            events = _decode_command(args.split(), log_fn=None, api_name=api, find="Find" in api)
             if len(self._command_cache) >= LINE_CACHE_SIZE:
                 self._command_cache.clear()
             self._command_cache[key] = events
-        if not self._bare_form_of_traced_call("", args, events):
+        if not self.calls.bare_form_of_traced_call("", args, events):
             self._apply(events, "", n, line)
-
-    @staticmethod
-    def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],
-                        find: bool) -> list[Event]:
-        try:
-            parsed = parse_driver_args(tokens, log_fn=log_fn, api_name=api_name)
-        except DriverCommandError as e:
-            return [Undecoded(f"MIOpenDriver command: {e}")]
-        except Exception as e:  # a decoder bug must not stop the scan
-            return [Undecoded(f"MIOpenDriver command decoder failed: {type(e).__name__}: {e}")]
-        role = "find" if find else "execution"
-        return [Sighting(p, role, "command", parsed.warnings) for p in parsed.problems]
 
     def _text(self, line: str, c: tuple, n: int) -> None:
         """Unprefixed text: MIOpenDriver commands and output, db records, or noise."""
@@ -605,47 +611,59 @@ class LogScanner(CallRouting, CatJoining, WholeBlocks, StartupRouting, RepeatedL
         if events is not None or self.driver.held is not None:
             self.driver_answered = True
         if events is None:
-            if c[0] == TEXT and line in self._cache:
-                self._cache[line] = (NOISE,)
-                self._quieted.add(line)
+            if c[0] == TEXT:
+                self.lines.quiet(line)
             return
         if events:
             self._apply(events, "", n, line)
 
-    # ------------------------------------------------------------------ events -> catalog
+    # ------------------------------------------------------------------ events -> parts -> catalog
 
     def _apply(self, events: list[Event], tid: str, n: int, line: str,
                raw: Optional[Callable[[], list[tuple[int, str]]]] = None) -> None:
-        catalog = self.catalog
+        calls = self.calls
         for ev in events:
             if type(ev) is Sighting:
-                if self._find_open and tid in self._find_open:
-                    ev = self._find_form(tid, ev, n)
+                if calls.find_open and tid in calls.find_open:
+                    ev = calls.find_form(tid, ev, n, self.line_no)
                     if ev is None:
                         continue
-                self._sighting(tid, ev, n, raw or (lambda: [(n, line)]))
+                calls.sighting(tid, ev, n, raw or (lambda: [(n, line)]))
             elif type(ev) is Annotation:
                 if ev.problem is not None:
-                    row = catalog.row_for(ev.problem, n, self.file)
+                    row = self.sink.row_for(ev.problem, n)
                 else:
-                    held = self._held.get(tid)
-                    if held is not None:  # belongs to the held call; applied when it is recorded
-                        held[3].append((ev.name, ev.value))
-                        continue
-                    row = self._last_row.get(tid)
+                    if calls.held and calls.held_note(tid, ev.name, ev.value):
+                        continue   # belongs to the held call; applied when it is recorded
+                    row = calls.last_row.get(tid)
                     if row is None:
                         continue
-                catalog.annotate(row, ev.name, ev.value)
+                self.sink.annotate(row, ev.name, ev.value)
             elif type(ev) is Setting:
-                catalog.startup.set(ev.name, ev.value)
+                self.sink.setting(ev.name, ev.value)
             elif type(ev) is OpSeen:
                 problem = self.driver.current_problem(ev.direction, ev.op)
                 if problem is not None:   # the driver run's own library call
-                    self._add(tid, Sighting(problem, ev.role, "info"), n, raw or (lambda: [(n, line)]))
+                    calls.add(tid, Sighting(problem, ev.role, "info"), n, raw or (lambda: [(n, line)]))
             else:
                 self._undecoded(n, ev.reason, line)
 
     def _undecoded(self, n: int, reason: str, text: str) -> None:
-        self.catalog.add_undecoded(n, reason, text, self.file)
+        self.sink.undecoded(n, reason, text)
 
 
+def _raw_of(first_line: int, raw_lines: Sequence[str]) -> Callable[[], list[tuple[int, str]]]:
+    """A block's source lines with their numbers, built only for a new layer."""
+    return lambda: [(first_line + i, text) for i, text in enumerate(raw_lines)]
+
+
+def _decode_command(tokens: list[str], *, log_fn: Optional[str], api_name: Optional[str],
+                    find: bool) -> list[Event]:
+    try:
+        parsed = parse_driver_args(tokens, log_fn=log_fn, api_name=api_name)
+    except DriverCommandError as e:
+        return [Undecoded(f"MIOpenDriver command: {e}")]
+    except Exception as e:  # a decoder bug must not stop the scan
+        return [Undecoded(f"MIOpenDriver command decoder failed: {type(e).__name__}: {e}")]
+    role = "find" if find else "execution"
+    return [Sighting(p, role, "command", parsed.warnings) for p in parsed.problems]

@@ -1,19 +1,13 @@
-"""The log's clock, and the lines that say what MIOpen spent its first iteration on.
-
-The clock: MIOpen's prefix can carry the milliseconds since its previous log line
-(``MIOPEN_ENABLE_LOGGING_ELAPSED_TIME``: ``MIOpen(HIP)   1.628: ``, one clock shared by all
-threads) and, since 2026, the wall-clock time (``MIOPEN_ENABLE_LOGGING_DATE_TIME``:
-``MIOpen(HIP) (2026-11-23T20:00:00.123Z): ``).  The date wins where both are present; else
-the elapsed fields are summed.  Without either, nothing has a duration.
+"""The lines that say what MIOpen spent its first iteration on, read one at a time.
 
 The lines (``docs/formats.md`` §10.2; ``binary_cache.cpp``, ``generic_search.hpp``,
 ``find_db.hpp``, ``find_controls.cpp``): kernel binaries loaded from the cache, or not and
 then saved after a compile; a developer build's ``Compile Time, ms``; a tuning search's start,
 heartbeat and end; ``Find-db regenerating.`` (a Find that measures the solvers); each solver a
-Find measured; the settings MIOpen reports (``MIOPEN_FIND_MODE = ...``).  ``StartupRouting``,
-part of ``LogScanner``, gives each fact to the layer the surrounding lines name
-(``miotui.startup`` keeps the counts); the JSON records of ``MIOPEN_PERFORMANCE_LOGS`` are read
-by ``read_perf_record``.
+Find measured; the settings MIOpen reports (``MIOPEN_FIND_MODE = ...``).  ``read_startup_line``
+says which fact a line states; ``miotui.formats.miopen.first_iteration`` gives each fact to the
+layer the surrounding lines name, on the log's clock (``has_clock``: whether the log has one).
+The JSON records of ``MIOPEN_PERFORMANCE_LOGS`` are read by ``read_perf_record``.
 """
 
 from __future__ import annotations
@@ -25,19 +19,15 @@ from dataclasses import dataclass
 from typing import Optional
 
 from miotui.events import Annotation, Event, Setting, Undecoded
-from miotui.formats.miopen.clock_fields import FIELD_RE, ChunkFields, advance, field_clock
+from miotui.formats.miopen.clock_fields import FIELD_RE, field_clock
 from miotui.formats.miopen.lines import PREFIX_RE
 from miotui.startup import (
     COMPILE_TIME,
-    FIND_DB_HIT,
     FIND_DB_MISS,
-    FIND_DONE,
-    KERNEL_COMPILED,
     KERNEL_FROM_CACHE,
     SEARCH_DONE,
     SEARCH_STARTED,
     SOLVER_MEASURED,
-    SearchProgress,
 )
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -197,151 +187,3 @@ def read_perf_record(text: str) -> list[Event]:
     elif isinstance(phase, str):
         events.append(Annotation("perf_phase", phase))
     return events
-
-
-class StartupRouting:
-    """``LogScanner``'s startup bookkeeping: which layer each fact belongs to, and the spans
-    (a compile from ``Unable to load binary`` to ``Saving binary`` of the same kernel on the
-    same thread; a search from its start to ``Done``; a Find from ``requestAlgoCount`` to its
-    ``Chosen Algorithm``).  A fact belongs to the layer its thread's lines named last; inside a
-    legacy Find whose layer is not named yet it waits for the name, and becomes unattributed
-    if none comes.  State lives on the scanner (``_startup_state``)."""
-
-    def _startup_init(self) -> None:
-        self._clock: Optional[float] = None
-        self._chunk_fields: Optional[ChunkFields] = None   # the time fields of the chunk being read
-        self._chunk_base = 0        # line number before the chunk's first line
-        self._chunk_next = 0        # index of the first field not yet applied
-        self._compiling: dict[tuple[str, str], Optional[float]] = {}
-        self._searches: dict[str, tuple[Optional[float], SearchProgress]] = {}
-        self._find_clock: dict[str, list] = {}   # tid -> [start clock, regenerated]
-        self._waiting: dict[str, list[tuple]] = {}
-        self._find_db_logged = False  # a Find-Db miss or the find-mode banner was seen
-        #: the clock's value is not known here (a range of a timed log read after a warm-up,
-        #: ``miotui.decoding.ranges``), and whether a fact asked for it since
-        self.clock_unknown = False
-        self.clock_asked_unknown = False
-
-    @property
-    def clock_ms(self) -> Optional[float]:
-        """The log's clock at the line being handled (None in an untimed log): the time
-        fields of the chunk's lines up to this one are applied now, as a fact needs them."""
-        chunk = self._chunk_fields
-        if chunk is not None:
-            index = self.line_no - self._chunk_base - 1
-            lines, fields, i = chunk.lines(), chunk.fields, self._chunk_next
-            clock = self._clock
-            while i < len(lines) and lines[i] <= index:
-                clock = advance(clock, fields[i])
-                i += 1
-            self._clock, self._chunk_next = clock, i
-        if self.clock_unknown:
-            self.clock_asked_unknown = True
-        return self._clock
-
-    def _clock_chunk(self, fields: ChunkFields) -> None:
-        """The time fields of the chunk about to be read (``clock_fields.lift``)."""
-        self._chunk_fields, self._chunk_base, self._chunk_next = fields, self.line_no, 0
-
-    def _clock_chunk_done(self) -> None:
-        """The chunk is read: the fields no fact asked for move the clock in one pass."""
-        chunk = self._chunk_fields
-        if chunk is not None:
-            self._clock = chunk.apply(self._clock, self._chunk_next)
-            self._chunk_fields = None
-
-    def _clock_line(self, fields: list[str]) -> None:
-        """The line-by-line path: one line's fields move the clock before it is handled."""
-        for field in fields:
-            self._clock = advance(self._clock, field)
-
-    def _since(self, start: Optional[float]) -> Optional[float]:
-        if start is None or self.clock_ms is None:
-            return None
-        return max(0.0, self.clock_ms - start)
-
-    def _startup_line(self, tid: str, func: str, message: str, n: int) -> bool:
-        """Handle a level line's startup fact; whether it had one."""
-        fact = read_startup_line(func, message)
-        if fact is None:
-            return False
-        kind = fact.kind
-        if kind == CACHE_MISS:
-            self._compiling[(tid, fact.name)] = self.clock_ms
-        elif kind == SAVED:
-            self._startup_fact(tid, KERNEL_COMPILED, self._since(self._compiling.pop((tid, fact.name), None)), n,
-                               fact.name)
-        elif kind == SEARCH_STARTED:
-            layer = self._startup_layer(tid)
-            progress = SearchProgress(tid, fact.name, fact.total, started_ms=self.clock_ms,
-                                      layer_id=None if layer is None else layer.index + 1)
-            self._searches[tid] = (self.clock_ms, progress)
-            self.catalog.startup.progress(progress, tid)
-            self._startup_fact(tid, SEARCH_STARTED, None, n, fact.name)
-        elif kind == SEARCH_PROGRESS:
-            start, progress = self._searches.get(tid, (None, None))
-            if progress is not None:
-                progress = SearchProgress(tid, progress.solver, fact.total or progress.total, fact.done, fact.failed,
-                                          fact.best_ms if fact.best_ms is not None else progress.best_ms,
-                                          fact.eta_s, progress.started_ms, progress.layer_id)
-                self._searches[tid] = (start, progress)
-                self.catalog.startup.progress(progress, tid)
-        elif kind == SEARCH_DONE:
-            start, progress = self._searches.pop(tid, (None, None))
-            self.catalog.startup.progress(None, tid)
-            self._startup_fact(tid, SEARCH_DONE, self._since(start), n, progress.solver if progress else "")
-        elif kind == FIND_DB_MISS:
-            self._find_db_logged = True
-            find = self._find_clock.get(tid)
-            if find is not None:
-                find[1] = True
-            self._startup_fact(tid, FIND_DB_MISS, None, n)
-        elif kind == FIND_CHOSEN:
-            find = self._find_clock.get(tid)
-            if find is not None and find[0] is not None and self.clock_ms is not None:
-                self._startup_fact(tid, FIND_DONE, self._since(find[0]), n)
-                find[0] = None
-        elif kind == SETTING:
-            if fact.name.startswith("MIOPEN_FIND_MODE"):
-                self._find_db_logged = True
-            self.catalog.startup.set(fact.name, fact.value)
-        else:
-            self._startup_fact(tid, kind, fact.ms, n, fact.name)
-        return True
-
-    def _startup_layer(self, tid: str):
-        """The row a fact of this thread belongs to now; None while a Find waits for its name."""
-        entry = self._find_open.get(tid) if self._find_open else None
-        if entry is not None and entry[1] is None:
-            return None
-        return self._last_row.get(tid)
-
-    def _startup_fact(self, tid: str, kind: str, ms: Optional[float], n: int, name: str = "") -> None:
-        entry = self._find_open.get(tid) if self._find_open else None
-        if entry is not None and entry[1] is None:
-            self._waiting.setdefault(tid, []).append((kind, ms, n, self.clock_ms, name))
-            return
-        self.catalog.record_startup(self._last_row.get(tid), kind, ms, n, self.clock_ms, name)
-
-    def _startup_find_opened(self, tid: str) -> None:
-        self._find_clock[tid] = [self.clock_ms, False]
-
-    def _startup_find_named(self, tid: str, row) -> None:
-        """The waiting Find's layer is named: what waited is that layer's."""
-        for kind, ms, n, clock, name in self._waiting.pop(tid, ()):
-            self.catalog.record_startup(row, kind, ms, n, clock, name)
-
-    def _startup_find_closed(self, tid: str, row) -> None:
-        """A Find ended (``row`` None: its layer was never named)."""
-        for kind, ms, n, clock, name in self._waiting.pop(tid, ()):
-            self.catalog.record_startup(row, kind, ms, n, clock, name)
-        find = self._find_clock.pop(tid, None)
-        if find is not None and not find[1] and self._find_db_logged and row is not None:
-            self.catalog.record_startup(row, FIND_DB_HIT, None, self.line_no, self.clock_ms)
-
-    def _startup_finish(self) -> None:
-        """End of input (before the open Finds are closed): searches still running stay in
-        the ledger as in progress (a log cut mid-search), compiles never saved are not
-        counted, and a Find cut short is no Find-Db hit."""
-        self._compiling.clear()
-        self._find_clock.clear()

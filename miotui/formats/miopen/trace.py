@@ -27,7 +27,7 @@ Nothing here raises on bad input: a modelled operation that cannot be decoded be
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Callable, Iterable, Optional
 
 from miotui.events import Event, Sighting, Undecoded
@@ -66,7 +66,7 @@ from miotui.formats.miopen.trace_params import (
     spatial_of,
     storage_layout,
 )
-from miotui.formats.miopen.trace_plans import FUSION_KINDS, Find2Problem, FusionPlan, PlanHandlers
+from miotui.formats.miopen.trace_plans import Find2Problems, FusionPlans, TraceDecoding
 from miotui.problems import (
     ActivationProblem,
     BatchNormProblem,
@@ -93,7 +93,7 @@ _BLOCK_CACHE = 8192
 
 # ----------------------------------------------------------------------------- decoder
 
-class TraceDecoder(PlanHandlers):
+class TraceDecoder:
     """Stateful decoder of one log's API-trace blocks (see the module docstring)."""
 
     def __init__(self, *, dtype_memory: int = _DTYPE_MEMORY, block_cache: int = _BLOCK_CACHE):
@@ -106,12 +106,10 @@ class TraceDecoder(PlanHandlers):
         self._pool_index_mode = 0
         self._last_activ: Optional[ActivDesc] = None
         self._last_lrn: Optional[LRNDesc] = None
-        self._plan: Optional[FusionPlan] = None
-        self._plans: deque[FusionPlan] = deque(maxlen=64)
-        self._f2_problems: "OrderedDict[str, Find2Problem]" = OrderedDict()
-        self._f2_pending: deque[Find2Problem] = deque(maxlen=64)
-        self._f2_solutions: "OrderedDict[str, Find2Problem]" = OrderedDict()
-        self._f2_last_found: Optional[Find2Problem] = None
+        # the objects built across several blocks, each with its own state (``trace_plans``)
+        decoding = TraceDecoding(self.infer_dtype, self._conv_desc, self._conv_problem, self._activ_desc)
+        self.fusion_plans = FusionPlans(decoding)
+        self.find2 = Find2Problems(decoding)
         self._cache: dict[tuple, tuple[Event, ...]] = {}
         #: counters for benchmarks and tests
         self.stats = {"blocks": 0, "cache_hits": 0}
@@ -226,25 +224,9 @@ class TraceDecoder(PlanHandlers):
             "miopenSoftmaxBackward": self._softmax,
             "miopenSoftmaxForward_V2": self._softmax,
             "miopenSoftmaxBackward_V2": self._softmax,
-            "miopenCreateFusionPlan": self._fusion_create,
-            "miopenCompileFusionPlan": self._fusion_compile,
-            "miopenExecuteFusionPlan": self._fusion_execute,
-            "miopenConvolutionBiasActivationForward": self._cba,
-            "miopenCreateConvProblem": self._f2_create,
-            "miopenCreateActivationProblem": self._f2_create,
-            "miopenSetProblemTensorDescriptor": self._f2_set_tensor,
-            "miopenFindSolutions": self._f2_find,
-            "miopenGetSolutionTime": self._f2_solution_seen,
-            "miopenGetSolutionWorkspaceSize": self._f2_solution_seen,
-            "miopenGetSolutionSolverId": self._f2_solution_seen,
-            "miopenGetSolutionSize": self._f2_solution_seen,
-            "miopenSaveSolution": self._f2_solution_seen,
-            "miopenRunSolution": self._f2_run,
-            "miopenDestroyProblem": self._f2_destroy,
         })
-        for n in FUSION_KINDS:
-            h[n] = self._fusion_op
-        h["miopenSetOpArgsActivForward"] = self._fusion_activ_args
+        h.update(self.fusion_plans.handlers())
+        h.update(self.find2.handlers())
         h["miopenSetTuningPolicy"] = tuning_policy_block
         h.update(op_handlers(self))
         return h

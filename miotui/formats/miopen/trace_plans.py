@@ -4,14 +4,16 @@ several blocks (``miopenCreateFusionPlan``, ``miopenCreateOp*``, ``miopenCompile
 ``miopenFindSolutions``, ``miopenRunSolution``), remembered by the address MIOpen prints
 for them.
 
-``PlanHandlers`` is a part of ``TraceDecoder`` (which inherits it): its handlers use the
-decoder's data-type memory and convolution decoding.
+``FusionPlans`` and ``Find2Problems`` are parts ``TraceDecoder`` owns, each with the state of
+its objects; the decoder gives them what of its own they use (its data-type memory and its
+convolution and activation decoding) as functions, and registers their handlers.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from miotui.events import Event, Sighting
 from miotui.formats.miopen.grammar import (
@@ -74,8 +76,37 @@ class Find2Problem:
 
 
 
-class PlanHandlers:
-    """The fusion-plan and Find-2.0 handlers of ``TraceDecoder`` (their state lives there)."""
+class TraceDecoding:
+    """What of ``TraceDecoder`` the plan handlers use, as its bound methods: a tensor's data
+    type from the decoder's memory, a convolution descriptor of a block, a convolution's
+    problem, an activation descriptor of a block."""
+
+    __slots__ = ("infer_dtype", "conv_desc", "conv_problem", "activ_desc")
+
+    def __init__(self, infer_dtype: Callable, conv_desc: Callable, conv_problem: Callable,
+                 activ_desc: Callable) -> None:
+        self.infer_dtype, self.conv_desc, self.conv_problem, self.activ_desc = (
+            infer_dtype, conv_desc, conv_problem, activ_desc)
+
+
+class FusionPlans:
+    """Fusion plans being built (``miopenCreateFusionPlan``, ``miopenCreateOp*``), the last
+    64 kept, and the blocks that compile or execute one; plus the one-call
+    ``miopenConvolutionBiasActivationForward``, the same fusion."""
+
+    def __init__(self, decoding: TraceDecoding) -> None:
+        self._decoding = decoding
+        self._plan: Optional[FusionPlan] = None
+        self._plans: deque[FusionPlan] = deque(maxlen=64)
+
+    def handlers(self) -> dict[str, Callable[[str, BlockParams], list[Event]]]:
+        h = {"miopenCreateFusionPlan": self._fusion_create, "miopenCompileFusionPlan": self._fusion_compile,
+             "miopenExecuteFusionPlan": self._fusion_execute,
+             "miopenConvolutionBiasActivationForward": self._cba,
+             "miopenSetOpArgsActivForward": self._fusion_activ_args}
+        for n in FUSION_KINDS:
+            h[n] = self._fusion_op
+        return h
 
     def _fusion_create(self, name: str, p: BlockParams) -> list[Event]:
         self._plan = FusionPlan(opt_tensor(p, "inputDesc"))
@@ -91,7 +122,7 @@ class PlanHandlers:
         plan.ops.append(kind)
         if kind == "conv":
             try:
-                plan.conv = self._conv_desc(p)
+                plan.conv = self._decoding.conv_desc(p)
             except BlockError:
                 plan.conv = None
             plan.weights = opt_tensor(p, "wDesc")
@@ -130,11 +161,11 @@ class PlanHandlers:
         if x.rank != 4:
             raise BlockError(f"fusion input has {x.rank} dimensions; CBAInfer is 2-D only")
         n, c, hw = x.lens[0], x.lens[1], x.lens[2:]
-        dtype = self.infer_dtype(x, [y, plan.weights], warnings)
+        dtype = self._decoding.infer_dtype(x, [y, plan.weights], warnings)
         if mode in (0, 1, 3, 4, 5, 6):
             if plan.conv is None or plan.weights is None:
                 raise BlockError("fusion plan's convolution descriptor or weights were not readable")
-            cp = self._conv_problem("fwd", x, plan.weights, plan.conv, y, warnings, dtype)
+            cp = self._decoding.conv_problem("fwd", x, plan.weights, plan.conv, y, warnings, dtype)
             if cp.mode != "conv" or cp.ndim != 2:
                 raise BlockError("CBAInfer fusion needs a plain 2-D convolution")
             return make_problem(lambda: FusionProblem(mode, dtype, n, c, hw, k=cp.k, filter=cp.filter,
@@ -182,14 +213,14 @@ class PlanHandlers:
     def _cba(self, name: str, p: BlockParams) -> list[Event]:
         """miopenConvolutionBiasActivationForward: a conv+bias+activation fusion (-F 4)."""
         x, w = need_tensor(p, "xDesc", "xDesc"), need_tensor(p, "wDesc", "wDesc")
-        conv = self._conv_desc(p)
+        conv = self._decoding.conv_desc(p)
         y = opt_tensor(p, "yDesc", "ydesc")
         if x.rank != 4:
             raise BlockError(f"xDesc has {x.rank} dimensions; CBAInfer is 2-D only")
         warnings: list[str] = []
         plan = FusionPlan(x, ["conv", "bias", "activ"], conv, w)
         if p.get("activationDesc", "activDesc") is not None:
-            plan.activ = self._activ_desc(p, warnings)
+            plan.activ = self._decoding.activ_desc(p, warnings)
         problem = self._fusion_problem(plan, x, warnings, y)
         annotations = []
         algo = p.opt_int("algo")
@@ -197,7 +228,32 @@ class PlanHandlers:
             annotations.append(("algorithm", str(algo)))
         return [Sighting(problem, "execution", SOURCE, tuple(warnings), tuple(annotations))]
 
-    # ------------------------------------------------------------------ Find 2.0
+
+class Find2Problems:
+    """Find-2.0 problems (``miopenCreate*Problem``, ``miopenSetProblemTensorDescriptor``) and
+    solutions by the address MIOpen prints for them, and the blocks that find or run one."""
+
+    def __init__(self, decoding: TraceDecoding) -> None:
+        self._decoding = decoding
+        self._f2_problems: "OrderedDict[str, Find2Problem]" = OrderedDict()
+        self._f2_pending: deque[Find2Problem] = deque(maxlen=64)
+        self._f2_solutions: "OrderedDict[str, Find2Problem]" = OrderedDict()
+        self._f2_last_found: Optional[Find2Problem] = None
+
+    def handlers(self) -> dict[str, Callable[[str, BlockParams], list[Event]]]:
+        return {
+            "miopenCreateConvProblem": self._f2_create,
+            "miopenCreateActivationProblem": self._f2_create,
+            "miopenSetProblemTensorDescriptor": self._f2_set_tensor,
+            "miopenFindSolutions": self._f2_find,
+            "miopenGetSolutionTime": self._f2_solution_seen,
+            "miopenGetSolutionWorkspaceSize": self._f2_solution_seen,
+            "miopenGetSolutionSolverId": self._f2_solution_seen,
+            "miopenGetSolutionSize": self._f2_solution_seen,
+            "miopenSaveSolution": self._f2_solution_seen,
+            "miopenRunSolution": self._f2_run,
+            "miopenDestroyProblem": self._f2_destroy,
+        }
 
     def _f2_create(self, name: str, p: BlockParams) -> list[Event]:
         """miopenCreate*Problem prints the *old* value of the output handle, so the new
@@ -252,7 +308,7 @@ class PlanHandlers:
             x, w, y = tensors.get("ConvX"), tensors.get("ConvW"), tensors.get("ConvY")
             if x is None or w is None:
                 raise BlockError("the problem's ConvX/ConvW tensors are unknown")
-            problem = self._conv_problem(direction, x, w, prob.desc, y, warnings)
+            problem = self._decoding.conv_problem(direction, x, w, prob.desc, y, warnings)
             return Sighting(problem, role, SOURCE, tuple(warnings))
         if not isinstance(prob.desc, ActivDesc):
             raise BlockError("the problem's activation descriptor was not readable")
@@ -261,7 +317,7 @@ class PlanHandlers:
         if x is None:
             raise BlockError("the problem's activation tensors are unknown")
         n, c, hw = nchw_2d(x, "ActivX", warnings)
-        dtype = self.infer_dtype(x, tensors.values(), warnings)
+        dtype = self._decoding.infer_dtype(x, tensors.values(), warnings)
         d = prob.desc
         problem = make_problem(lambda: ActivationProblem("bwd" if backward else "fwd", dtype, n, c, hw,
                                                      d.mode, d.alpha, d.beta, d.gamma))

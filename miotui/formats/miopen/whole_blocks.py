@@ -4,27 +4,31 @@ An API trace is ~15 lines per call and a training log repeats the same calls eve
 iteration.  Finding a block's ``}`` and looking its whole text up costs a few C-level string
 operations instead of a Python step per line; a block text seen before reuses its decoded
 events while the trace decoder's remembered state (data types of descriptors) is unchanged.
-``WholeBlocks`` is the part of ``LogScanner`` (which inherits it) that does this; the
-line-by-line path must give the same catalog (``LogScanner.whole_blocks = False``, tested).
+``BlockCache``, owned by the scanner, finds such a block and keeps its decoded events; the
+scanner records them.  The line-by-line path must give the same catalog
+(``LogScanner.whole_blocks = False``, tested).
 """
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 from miotui.events import Event, Sighting
+from miotui.formats.miopen.line_cache import LineCache
 from miotui.formats.miopen.lines import BARE_CLOSE, BARE_HEADER, BARE_PARAM, CLOSE, HEADER, PARAM
 from miotui.sources import MAX_LINE
 
 #: Lines kept per open API block (a block is ~20 lines; more means a lost `}`).
 MAX_BLOCK_LINES = 400
 
-#: Whole API blocks recognised by their text (see ``WholeBlocks._whole_block``): at most this
+#: Whole API blocks recognised by their text (see ``BlockCache.find``): at most this
 #: many characters per block, and a cache bounded like the line cache.
 MAX_FAST_BLOCK = 32_768
 BLOCK_CACHE_SIZE = 20_000
 BLOCK_CACHE_CHARS = 24_000_000
 
 class _BlockEntry:
-    """A validated whole-block text (see ``WholeBlocks._whole_block``): its thread, header,
+    """A validated whole-block text (see ``BlockCache.find``): its thread, header,
     parameters and lines, and, for a pure block, the events decoded under the trace
     decoder's ``version`` and whether they are one plain API call."""
 
@@ -37,84 +41,97 @@ class _BlockEntry:
         self.plain = False
 
 
-class WholeBlocks:
-    """``LogScanner``'s whole-block path (see the module docstring); its state lives on the scanner."""
+class BlockCache:
+    """Whole API-block texts met before (see the module docstring).  ``bare_close``: the last
+    block ended with a bare ``}`` (MIOpen 1.x), the path's guess at how the next one ends (a
+    wrong guess just sends the block line by line); ``hits``: blocks whose events were reused
+    by their text, without the trace decoder (for tests)."""
 
-    def _whole_block(self, text: str, start: int, header_end: int, end: int) -> int:
-        """Handle the API block whose header line is ``text[start:header_end]`` as one unit;
-        the position after it, or -1 where the line-by-line path must decide (not a header,
-        a block of its thread already open, no ``}`` before ``end``, other lines inside)."""
+    __slots__ = ("entries", "chars", "bare_close", "hits")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, object] = {}   # block text -> its _BlockEntry, or False
+        self.chars = 0
+        self.bare_close = False
+        self.hits = 0
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.chars = 0
+
+    def find(self, text: str, start: int, header_end: int, end: int, lines: LineCache, open_blocks: dict,
+             is_pure: Callable[[str], bool]) -> Optional[tuple[_BlockEntry, int]]:
+        """The API block whose header line is ``text[start:header_end]``, as one unit: (its
+        entry, the position after its ``}``), or None where the line-by-line path must decide
+        (not a header, a block of its thread already open in ``open_blocks``, no ``}``
+        before ``end``, other lines inside)."""
         line = text[start:header_end]
-        c = self._cache.get(line)
+        c = lines.entries.get(line)
         if c is None:
             if len(line) > MAX_LINE:
-                return -1
-            line, c = self._classify_new(line)
+                return None
+            line, c = lines.classify_new(line)
         if c[0] == HEADER:
             tid, header = c[1], c[2]
             # MIOpen 1.x prefixes only the header: its blocks end with a bare "}"
-            close = "\n}" if self._bare_close else c[3]
+            close = "\n}" if self.bare_close else c[3]
             if close is None:
-                return -1
+                return None
         elif c[0] == BARE_HEADER:
             tid, header, close = "", c[1], "\n}"
         else:
-            return -1
-        if tid in self._blocks:
-            return -1
+            return None
+        if tid in open_blocks:
+            return None
         e = text.find(close, header_end, min(end, start + MAX_FAST_BLOCK))
         if e < 0:
-            return -1
+            return None
         after = e + len(close)
         if after < end and text[after] != "\n":
-            return -1
+            return None
         body = text[start:after]
-        entry = self._whole_blocks.get(body)
+        entry = self.entries.get(body)
         if entry is None:
-            entry = self._block_entry(body, tid, header)
-            self._whole_chars += len(body)
-            if len(self._whole_blocks) >= BLOCK_CACHE_SIZE or self._whole_chars > BLOCK_CACHE_CHARS:
-                self._whole_blocks.clear()
-                self._whole_chars = len(body)
-            self._whole_blocks[body] = entry
+            entry = self._entry(body, tid, header, lines, is_pure)
+            self.chars += len(body)
+            if len(self.entries) >= BLOCK_CACHE_SIZE or self.chars > BLOCK_CACHE_CHARS:
+                self.entries.clear()
+                self.chars = len(body)
+            self.entries[body] = entry
         if entry is False:
-            return -1
-        raw = entry.raw
-        n = self.line_no = self.line_no + 1
-        self._begin_call(tid)        # at the header line, as the line path does (it may close a Find)
-        self.line_no += len(raw) - 1
-        self.catalog.lines += len(raw)
-        if entry.pure and entry.version == self.trace.state_version:
-            self.whole_block_hits += 1
-            events, plain = entry.events, entry.plain
-        else:
-            version = self.trace.state_version
-            events = self._block_events(header, entry.params)
-            plain = len(events) == 1 and type(events[0]) is Sighting and events[0].role != "mention" and \
-                not self._waits_for_dtype(events[0])
-            if entry.pure:
-                entry.version, entry.events, entry.plain = version, events, plain
-        if plain and not self._held:
-            # one plain call: what _apply and _sighting would decide, without asking them
-            self._add(tid, events[0], n, self._raw_of(n, raw))
-        elif events:
-            self._apply(events, tid, n, raw[0], self._raw_of(n, raw))
-        return after + 1
+            return None
+        return entry, after   # type: ignore[return-value]
 
-    def _block_entry(self, body: str, tid: str, header: str):
-        """The entry of a block text (whose header line ``_whole_block`` has classified)
-        made only of that header, its thread's parameter lines and its ``}``; False for any
-        other text."""
+    def events(self, entry: _BlockEntry, version: int, decode: Callable[[str, tuple], list[Event]],
+               waits_for_dtype: Callable[[Sighting], bool]) -> tuple[list[Event], bool]:
+        """A found block's events (reused while the trace decoder's state ``version`` is the
+        one they were decoded under), and whether they are one plain call (one sighting that
+        is no mention and waits for no data type)."""
+        if entry.pure and entry.version == version:
+            self.hits += 1
+            return entry.events, entry.plain
+        events = decode(entry.header, entry.params)
+        plain = len(events) == 1 and type(events[0]) is Sighting and events[0].role != "mention" and \
+            not waits_for_dtype(events[0])
+        if entry.pure:
+            entry.version, entry.events, entry.plain = version, events, plain
+        return events, plain
+
+    @staticmethod
+    def _entry(body: str, tid: str, header: str, cache: LineCache, is_pure: Callable[[str], bool]):
+        """The entry of a block text (whose header line ``find`` has classified) made only of
+        that header, its thread's parameter lines and its ``}``; False for any other text."""
         lines = body.split("\n")
         if len(lines) > MAX_BLOCK_LINES:
             return False
         classes = []
+        entries = cache.entries
         for line in lines[1:]:
             if len(line) > MAX_LINE:
                 return False
-            c = self._cache.get(line)
+            c = entries.get(line)
             if c is None:
-                line, c = self._classify_new(line)
+                line, c = cache.classify_new(line)
             classes.append(c)
         last = classes[-1]
         params = []
@@ -130,4 +147,4 @@ class WholeBlocks:
                 params.append((c[1], c[2]))
         else:
             return False
-        return _BlockEntry(tid, header, tuple(params), tuple(lines), self.trace.is_pure(header))
+        return _BlockEntry(tid, header, tuple(params), tuple(lines), is_pure(header))
