@@ -185,6 +185,10 @@ class Catalog:
         """``count`` more lines of input were read."""
         self.lines += count
 
+    def note_joins(self, lines: list[str]) -> None:
+        """What joining traces to this catalog's layers found, a line per trace (``decode`` prints them)."""
+        self.joined = list(lines)
+
     def unknown_find(self) -> None:
         """A Find whose problem no line named (``Info [FindConv...] requestAlgoCount`` alone)."""
         self.unknown_finds += 1

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Optional, Sequence
@@ -75,7 +74,7 @@ def decode_files(paths: list[str], jobs: Optional[int] = None) -> Catalog:
             return decode_with_traces(paths)
         if logs and traces:   # the trace's times go to the logs' layers
             catalog = decode_files(logs, jobs)
-            catalog.joined = join_traces(catalog, traces)
+            catalog.note_joins(join_traces(catalog, traces))
             return catalog
     if len(paths) == 1 and separable(paths):
         parts = range_workers(paths[0], jobs)
@@ -152,7 +151,7 @@ def _decode_groups_apart(groups: list[list[str]], workers: int) -> Optional[list
                     catalog.merge(future.result())
                 except BrokenProcessPool:
                     return None
-            catalog.finished = time.monotonic()
+            catalog.input_ended()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return out

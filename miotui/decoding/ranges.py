@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import collections
 import os
-import time
 import types
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -200,7 +199,7 @@ class StateKeyError(ValueError):
 def state_key(value: object, depth: int = 0) -> tuple:
     """A comparable, picklable image of a scanner's carried state: values as they are,
     containers element by element in their order, a catalog row as its layer, an object as
-    its type and attributes except ``LogScanner.SPEED_ONLY`` caches, a zero-argument lambda
+    its type and attributes except the caches of ``_SPEED_ONLY_PARTS``, a zero-argument lambda
     as what it returns (the lines of a held block), other functions left out."""
     if depth > 40:
         raise StateKeyError("scanner state nested too deeply to compare")
@@ -310,7 +309,7 @@ def decode_file_in_ranges(path: str, workers: int, lookback: int = LOOKBACK,
         pool.shutdown(wait=True, cancel_futures=True)
     if not merge_ranges(results, catalog):
         return None
-    catalog.finished = time.monotonic()
+    catalog.input_ended()
     return catalog
 
 
@@ -343,5 +342,5 @@ def decode_ranges_here(path: str, ranges: list[Range]) -> Optional[Catalog]:
     results = [decode_range(path, rng, i == len(ranges) - 1) for i, rng in enumerate(ranges)]
     if not merge_ranges(results, catalog):
         return None
-    catalog.finished = time.monotonic()
+    catalog.input_ended()
     return catalog

@@ -36,7 +36,7 @@ def decode_stream(catalog: Catalog, stream, file: str = "", chunk_size: int = 1 
             scanner = scanner or scanner_for(rest, catalog, file)
             scanner.feed(rest)
             scanner.finish()
-            with catalog.lock:
+            with catalog.writing():
                 catalog.add_undecoded(scanner.line_no + 1, f"input could not be read further: {e}", "", file)
             return
         if not data:
@@ -121,7 +121,7 @@ def decode_with_traces(paths: list[str]) -> Optional[Catalog]:
     catalog = CallOrder() if kernel_traces else Catalog()
     for path in logs:
         decode_path(catalog, path, source_label(path, logs))
-    catalog.joined = join_traces(catalog, traces, kernel_traces)
+    catalog.note_joins(join_traces(catalog, traces, kernel_traces))
     return catalog
 
 

@@ -21,7 +21,6 @@ records (a training log repeats the same records every iteration) is cleared whe
 
 from __future__ import annotations
 
-import time
 from collections import Counter, OrderedDict
 from dataclasses import fields
 from typing import Optional
@@ -135,6 +134,7 @@ class CudnnScanner:
         self.descriptors = Descriptors()
         self.timings = PlanTimings()
         self._framer = RecordFramer(self._record)
+        self._lines_told = 0      # the lines the catalog was told of
         #: thread -> the problem its last legacy convolution or cudnnBackendExecute call ran (its
         #: ExecuteInternal record awaited)
         self._paired_run: dict[str, object] = {}
@@ -155,18 +155,24 @@ class CudnnScanner:
     def feed(self, data: bytes) -> None:
         if not data:
             return
-        with self.catalog.lock:
-            self.catalog.bytes += len(data)
+        with self.catalog.writing():
+            self.catalog.read_bytes(len(data))
             self._framer.feed(data)
-            self.catalog.lines = self._framer.line_no
+            self._tell_lines()
+
+    def _tell_lines(self) -> None:
+        """The lines read since the catalog was last told (it counts every file's)."""
+        now = self._framer.line_no
+        self.catalog.read_lines(now - self._lines_told)
+        self._lines_told = now
 
     def finish(self) -> None:
-        with self.catalog.lock:
+        with self.catalog.writing():
             self._framer.finish()
             for burst in self.timings.finish():
                 self._count_burst(burst)
-            self.catalog.lines = self._framer.line_no
-            self.catalog.finished = time.monotonic()
+            self._tell_lines()
+            self.catalog.input_ended()
 
     # ------------------------------------------------------------------ records
 

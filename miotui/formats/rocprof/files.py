@@ -49,7 +49,7 @@ def _join_rocpd(catalog: CallOrder, path: str, file: str) -> str:
     problems: list = []
     trace = read_rocpd(path, problems)
     _undecoded(catalog, problems, path)
-    with catalog.lock:
+    with catalog.writing():
         for table, n in trace.dropped:
             catalog.add_undecoded(1, f"rocpd database: {n:,} rows of {table} past the first {ROWS_KEPT:,} not "
                                   "read: not joined", "", path)
@@ -62,6 +62,6 @@ def _join_rocpd(catalog: CallOrder, path: str, file: str) -> str:
 
 
 def _undecoded(catalog: CallOrder, problems: list, path: str) -> None:
-    with catalog.lock:
+    with catalog.writing():
         for line, reason in problems:
             catalog.add_undecoded(line, reason, "", path)

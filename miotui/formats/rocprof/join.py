@@ -132,7 +132,7 @@ def join_kernel_trace(catalog: CallOrder, dispatches: Sequence[Dispatch], file: 
 def give_times(catalog: Catalog, per_problem: dict, how: str, file: str, kernel_time: KernelTime) -> None:
     """Each problem's kernel time (``per_problem``: problem -> [ms, calls, kernels]) as its
     ``rocprof`` annotations, saying ``how`` the kernels were joined, and the trace's totals."""
-    with catalog.lock:
+    with catalog.writing():
         for problem, (ms, n, k) in per_problem.items():
             catalog.add_sighting(problem, "mention", SOURCE, 0, file, count=False, annotations=(
                 ("rocprof_time_ms", f"{ms / n:.6g}"), ("rocprof_total_ms", f"{ms:.6g}"),

@@ -9,7 +9,6 @@ per launch, kernel and layer-op call: the bound is the trace's event count, not 
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import Optional
 
@@ -71,6 +70,7 @@ class TraceScanner:
         self.stats = TraceStats()
         self.join = Attribution(kernel_side)
         self._reader = EventReader(self._event)
+        self._lines_told = 0      # the lines the catalog was told of
         self._too_many = False
         #: the trace's earliest event time (µs): its clock's zero, for each layer's first call
         self._origin: Optional[float] = None
@@ -82,13 +82,19 @@ class TraceScanner:
     def feed(self, data: bytes) -> None:
         if not data:
             return
-        with self.catalog.lock:
-            self.catalog.bytes += len(data)
+        with self.catalog.writing():
+            self.catalog.read_bytes(len(data))
             self._reader.feed(data)
-            self.catalog.lines = self._reader.line_no
+            self._tell_lines()
+
+    def _tell_lines(self) -> None:
+        """The lines read since the catalog was last told (it counts every file's)."""
+        now = self._reader.line_no
+        self.catalog.read_lines(now - self._lines_told)
+        self._lines_told = now
 
     def finish(self) -> None:
-        with self.catalog.lock:
+        with self.catalog.writing():
             self._reader.finish()
             reader = self._reader
             if reader.error is not None:
@@ -99,8 +105,8 @@ class TraceScanner:
             if stats.without_shapes and not stats.layer_calls:
                 ops = ", ".join(f"{name} x{n}" for name, n in stats.without_shapes.most_common(5))
                 self.catalog.add_undecoded(1, f"{NO_SHAPES} ({ops})", "", self.file)
-            self.catalog.lines = reader.line_no
-            self.catalog.finished = time.monotonic()
+            self._tell_lines()
+            self.catalog.input_ended()
 
     def _header(self, header: str) -> None:
         stats = self.stats
