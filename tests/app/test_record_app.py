@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import wait_until
-from test_app_signals import EXIT_WITHIN_S, Pty, app_env
+from pilot_helpers import wait_until
+from pty_support import EXIT_WITHIN_S, Pty, app_env
 
 from miotui.record_app import RecordApp
 from miotui.record_env import job_environment
