@@ -15,6 +15,7 @@ import pytest
 from pilot_helpers import (
     FAKE_DRIVER,
     ROOT,
+    SIZE,
     app_for,
     conv,
     exported,
@@ -33,7 +34,6 @@ from miotui.screens.dialogs import ExportScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen
 
-SIZE = (160, 45)
 SOLVER = "ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC"
 INFO = f"MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: {SOLVER} , 0, 0.545735\n"
 

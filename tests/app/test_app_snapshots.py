@@ -14,13 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pilot_helpers import settled, wait_until
+from pilot_helpers import SIZE, settled, wait_until
 
 from miotui.app import MiotuiApp
 from miotui.execute import threads
 from miotui.execute.blas import BlasThreads
 
-SIZE = (160, 45)
 _CMD = "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver "
 
 LOG = "".join([

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from pilot_helpers import (
+    SIZE,
     app_for,
     conv,
     loaded,
@@ -29,8 +30,6 @@ from miotui.samplegen.generator import generate_text
 from miotui.samplegen.spec import SampleSpec
 from miotui.screens.detail import DetailScreen
 from miotui.screens.startup import StartupScreen
-
-SIZE = (160, 45)
 
 
 def execution(n: int, time_ms: str) -> str:

@@ -12,6 +12,7 @@ import time
 
 from pilot_helpers import (
     ROOT,
+    SIZE,
     app_for,
     conv,
     loaded,
@@ -24,8 +25,6 @@ from pilot_helpers import (
 
 from miotui.screens.detail import DetailScreen
 from miotui.screens.dialogs import RunChooserScreen
-
-SIZE = (160, 45)
 
 
 async def chooser_ready(pilot, app) -> RunChooserScreen:

@@ -11,11 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from pilot_helpers import app_for, loaded, table, wait_until, write_small_log
+from pilot_helpers import ROOT, app_for, loaded, table, wait_until, write_small_log
 
 from miotui.launch import config_report, is_key_name
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("key", ["ctrl+r", "E", "?", "question_mark", "slash", "f5", "shift+tab", "escape", "enter",

@@ -12,14 +12,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from follow_support import batches, conv, rank_logs, started_readers, wait_for
+from pilot_helpers import ROOT
 
 resource = pytest.importorskip("resource")
 
-ROOT = Path(__file__).resolve().parents[2]
 HELPERS = [ROOT / "tests", ROOT / "tests" / "app"]     # the child imports pilot_helpers
 LIMIT = 256
 FILES = 400      # well past the limit: each needs a descriptor while it is open
