@@ -15,17 +15,16 @@ import threading
 import time
 from pathlib import Path
 
-from app_helpers import (
+from pilot_helpers import (
     BNORM,
     FAKE_DRIVER,
     SIZE,
     app_for,
     conv,
+    exported,
     header_text,
-    isolated_fixture,
     loaded,
-    log_fixture,
-    long_big_runs_fixture,
+    palette_highlights,
     pane_lines,
     plain,
     pool,
@@ -43,9 +42,6 @@ from miotui.screens.dialogs import ExportScreen, RunChooserScreen, SortScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen, UndecodedScreen
 from miotui.widgets.layer_table import LayerTable
-
-#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
-FIXTURES = (isolated_fixture, log_fixture, long_big_runs_fixture,)
 
 # ---------------------------------------------------------------------- reading and following
 
@@ -120,7 +116,8 @@ async def test_follow_pauses_off_the_newest_row_and_counts_new_ones(tmp_path):
         with open(log, "a") as fh:
             fh.write(conv(n=4) + conv(n=5))
         await wait_until(pilot, lambda: len(t.model.rows) == 5)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: t.new_while_paused == 2 and "▼ 2 new" in status_text(app),
+                         what=lambda: f"the new rows counted: {t.new_while_paused}, {status_text(app)!r}")
         assert t.cursor_id == 2 and t.scroll_y == scroll, "the view does not move while paused"
         assert t.new_while_paused == 2
         assert "▼ 2 new" in status_text(app) and "paused" in status_text(app)
@@ -541,17 +538,16 @@ async def test_export_in_every_format(log):
         assert isinstance(app.screen, ExportScreen)
         assert "miotui_layers.sh" in app.screen.query_one("#path").value
         await pilot.click("#export")
-        await wait_until(pilot, lambda: Path("miotui_layers.sh").exists())
+        await wait_until(pilot, lambda: exported(app, "miotui_layers.sh"))
         assert os.access("miotui_layers.sh", os.X_OK)
         script = Path("miotui_layers.sh").read_text()
         assert script.index("-F 1") < script.index("-F 4"), "most executed (fwd, 3) before wrw (2)"
         await pilot.press("e", "down", "enter")          # arrows choose, enter exports
-        await wait_until(pilot, lambda: Path("miotui_layers.csv").exists())
+        await wait_until(pilot, lambda: exported(app, "miotui_layers.csv"))
         rows = list(csv.DictReader(open("miotui_layers.csv")))
         assert len(rows) == 5 and rows[0]["executions"] == "3"
         app.export_to("json", "out.json")      # the command palette's path
-        await wait_until(pilot, lambda: Path("out.json").exists() and Path("out.json").stat().st_size > 0)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: exported(app, "out.json"))
         doc = json.loads(Path("out.json").read_text())
         assert len(doc["layers"]) == 5 and doc["undecoded"][0]["line"] == 11
 
@@ -564,13 +560,13 @@ async def test_export_typed_name_and_highlighted_format_are_kept(log, tmp_path):
         await pilot.press("e", "down", "tab")
         app.screen.query_one("#path").value = str(tmp_path / "x.csv")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: (tmp_path / "x.csv").exists())
+        await wait_until(pilot, lambda: exported(app, tmp_path / "x.csv"))
         assert not (tmp_path / "x.sh").exists()
         assert "executions" in (tmp_path / "x.csv").read_text().splitlines()[0]
         await pilot.press("e", "down", "down", "tab")       # highlighted JSON, a name without extension
         app.screen.query_one("#path").value = str(tmp_path / "layers")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: (tmp_path / "layers").exists())
+        await wait_until(pilot, lambda: exported(app, tmp_path / "layers"))
         assert json.loads((tmp_path / "layers").read_text())["layers"]
 
 
@@ -582,7 +578,7 @@ async def test_command_palette_offers_export(log):
         assert "Export layers: MIOpenDriver script" in titles and "Export layers: CSV" in titles
         await pilot.press("ctrl+p")
         await pilot.press(*"layers: CSV")
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: palette_highlights(app, "Export layers: CSV"), what="the palette's hit")
         await pilot.press("enter")
         await wait_until(pilot, lambda: Path("miotui_layers.csv").exists())
 
@@ -623,7 +619,7 @@ async def test_themes_work(log):
         await loaded(pilot, app, 5)
         for theme in ("textual-light", "nord", "textual-dark"):
             app.theme = theme
-            await pilot.pause(0.05)
+            await pilot.pause()         # until the app has handled the change (its CSS refresh)
             assert table(app).visible_text()[1].strip().startswith("1 conv")
 
 

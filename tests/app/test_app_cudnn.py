@@ -8,15 +8,13 @@ import lzma
 from pathlib import Path
 
 import pytest
-from app_helpers import SIZE, app_for, isolated_fixture, plain, status_text, table, wait_until
+from pilot_helpers import SIZE, app_for, plain, status_text, table, wait_until
 
 from miotui.catalog import Catalog
 from miotui.formats.cudnn import TRANSLATION, CudnnScanner
 from miotui.screens.detail import DetailScreen
 
 DATA = Path(__file__).parents[1] / "data" / "cudnn" / "h100"
-#: pytest fixtures from app_helpers, used by name
-FIXTURES = (isolated_fixture,)
 
 
 def variety_v7() -> bytes:
@@ -35,7 +33,7 @@ def empty_state(app) -> str:
     return plain(app.layers_screen.query_one("#empty"))
 
 
-async def test_a_growing_cudnn_log_is_followed_and_the_bar_names_its_format(tmp_path, _isolated):
+async def test_a_growing_cudnn_log_is_followed_and_the_bar_names_its_format(tmp_path):
     data = variety_v7()
     cut = data.index(b"function cudnnConvolutionBackwardData()")     # the forward convs only, first
     cut = data.rindex(b"\n", 0, cut) + 1
@@ -58,7 +56,7 @@ async def test_a_growing_cudnn_log_is_followed_and_the_bar_names_its_format(tmp_
         assert all(r["op"] == "conv" for r in (t.row_text(i) for i in t.model.view))
 
 
-async def test_the_detail_shows_cudnn_facts(tmp_path, _isolated):
+async def test_the_detail_shows_cudnn_facts(tmp_path):
     log = tmp_path / "cudnn.log"
     log.write_bytes(variety_v7())
     app = app_for([log])
@@ -85,7 +83,7 @@ async def test_the_detail_shows_cudnn_facts(tmp_path, _isolated):
 
 @pytest.mark.parametrize("kind,wanted,unwanted", [("cuDNN", "CUDNN_LOGLEVEL_DBG=3", "MIOPEN_"),
                                                     ("MIOpen", "MIOPEN_ENABLE_LOGGING_CMD=1", "CUDNN_")])
-async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _isolated, kind, wanted, unwanted):
+async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, kind, wanted, unwanted):
     log = tmp_path / "job.log"
     if kind == "cuDNN":
         data = lzma.decompress((DATA / "small_ops.log.xz").read_bytes())
@@ -99,7 +97,7 @@ async def test_the_empty_state_names_the_variables_of_the_log_format(tmp_path, _
         assert f"No {kind} layer" in empty_state(app)
 
 
-async def test_the_empty_state_of_a_log_of_no_known_format_names_both(tmp_path, _isolated):
+async def test_the_empty_state_of_a_log_of_no_known_format_names_both(tmp_path):
     log = tmp_path / "empty.log"
     log.write_bytes(b"")
     app = app_for([log])

@@ -16,13 +16,13 @@ import stat
 import sys
 from pathlib import Path
 
-from app_helpers import (
+from pilot_helpers import (
     app_for,
     conv,
-    isolated_fixture,
     loaded,
     plain,
     screen_text,
+    settled,
     table,
     wait_until,
     write_small_log,
@@ -31,9 +31,6 @@ from app_helpers import (
 from miotui.screens.detail import DetailScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import UndecodedScreen
-
-#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
-FIXTURES = (isolated_fixture,)
 
 ESC, BEL, ST, RLO = "\x1b", "\x07", "\x1b\\", "\u202e"
 CATALOGUE = (
@@ -99,7 +96,8 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         t = table(app)
         await wait_until(pilot, lambda: len(t.model.rows) == 2 and app.last_poll and app.last_poll.undecoded == 1,
                          what=lambda: f"{len(t.model.rows)} rows, {app.last_poll}")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "␛]52;c;eA==␇<U+202E>.log" in screen_text(app)
+                         and "␛]0;pwned-title␇␛]52;c;cHduZWQ=␇" in screen_text(app), what="the name and the solver drawn")
         text = assert_safe(app, "the table and the status bar")
         assert "␛]52;c;eA==␇<U+202E>.log" in text, "the file name is shown with visible marks"
         assert "␛]0;pwned-title␇␛]52;c;cHduZWQ=␇" in text, "the solver cell shows the text, as text"
@@ -108,7 +106,7 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         await pilot.press("l")
         pane = app.layers_screen.log_pane.view
         await wait_until(pilot, lambda: pane.known >= 4)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "epoch 1 ␛]0;pwned-title␇" in screen_text(app), what="the pane's lines drawn")
         text = assert_safe(app, "the raw log pane")
         assert "epoch 1 ␛]0;pwned-title␇" in text and all(m in text for m in MARKUP)
 
@@ -128,7 +126,7 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         await pilot.press("escape", "u")
         assert isinstance(app.screen, UndecodedScreen)
         await wait_until(pilot, lambda: app.screen.query_one("DataTable").row_count == 1)
-        await pilot.pause(0.2)
+        await settled(pilot)        # the list drawn
         assert_safe(app, "the undecoded list")
         cell = app.screen.query_one("DataTable").get_row_at(0)[3]
         assert "[link=http://x]L[/link]" in cell.plain and not FORBIDDEN.search(cell.plain)
@@ -137,7 +135,7 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         panel = app.screen
         assert isinstance(panel, DriverScreen)
         await wait_until(pilot, lambda: panel.state == "finished", timeout=30)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "driver says ␛]52;c;cHduZWQ=␇" in screen_text(app), what="the driver's output drawn")
         assert "driver says [@click=app.quit]Q[/]" in panel.log_text
         text = assert_safe(app, "the driver panel")
         assert "driver says ␛]52;c;cHduZWQ=␇" in text
@@ -150,7 +148,6 @@ async def test_hostile_text_reaches_no_terminal_and_is_never_markup(tmp_path, mo
         await wait_until(pilot, lambda: out.exists())
         app.notify(HOSTILE, title=HOSTILE)
         await pilot.press("c")                          # copies the command: the clipboard gets no escape
-        await pilot.pause(0.3)
         await wait_until(pilot, lambda: len(app.screen.query("Toast")) >= 3, what="the toasts")
         assert_safe(app, "the notifications")
         toasts = [str(toast.render()) for toast in app.screen.query("Toast")]

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from app_helpers import app_for, isolated_fixture, loaded, plain, table, wait_until
+from pilot_helpers import app_for, loaded, plain, table, wait_until
 
 from miotui.catalog import Catalog
 from miotui.decoding.whole import decode_paths
@@ -26,7 +26,6 @@ from miotui.views.live_traces import LiveTraces
 from miotui.views.poller import Poller
 from miotui.views.timing import layer_times
 
-FIXTURES = (isolated_fixture,)
 SIZE = (200, 45)
 #: seconds a condition may take: the log is 137 619 lines, decoded on a shared 2-core machine
 WAIT_S = 30.0

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import threading
 
-from app_helpers import SIZE, app_for, conv, isolated_fixture, loaded, plain, pool, table, wait_until
+from pilot_helpers import SIZE, app_for, conv, loaded, plain, pool, table, wait_until
 from textual.widgets import Footer
 
 from miotui.screens.detail import DetailScreen
 from miotui.screens.startup import StartupScreen
-
-FIXTURES = (isolated_fixture,)
 
 
 async def test_enter_reopens_the_same_detail_screen_showing_the_new_layer(tmp_path):
@@ -61,6 +59,8 @@ async def test_the_footer_is_not_rebuilt_when_its_keys_are_the_same(tmp_path):
             await pilot.press("escape")
             await wait_until(pilot, lambda: app.screen is app.layers_screen)
         await pilot.press("down", "up")
+        # a fixed pause, not a wait for a condition: the time a wrong rebuild of the footer
+        # (after the bindings' refresh) would take to happen, before checking it did not
         await pilot.pause(0.2)
         assert list(footer.query("FooterKey")) == keys, "the same keys: the same widgets, not rebuilt"
 

@@ -12,15 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from app_helpers import (
+from pilot_helpers import (
     FAKE_DRIVER,
     ROOT,
+    SIZE,
     app_for,
     conv,
+    exported,
     header_text,
-    isolated_fixture,
     loaded,
-    log_fixture,
     pane_lines,
     pane_state,
     plain,
@@ -34,10 +34,6 @@ from miotui.screens.dialogs import ExportScreen
 from miotui.screens.driver_panel import DriverScreen
 from miotui.screens.info import HelpScreen
 
-#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
-FIXTURES = (isolated_fixture, log_fixture,)
-
-SIZE = (160, 45)
 SOLVER = "ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC"
 INFO = f"MIOpen(HIP): Info [FindConvFwdAlgorithm] FW Chosen Algorithm: {SOLVER} , 0, 0.545735\n"
 
@@ -111,15 +107,13 @@ async def test_export_writes_what_the_table_shows_with_run_results(log):
         await pilot.press("down")
         assert path.value.endswith(".json")
         await pilot.press("up", "enter")
-        await wait_until(pilot, lambda: Path("miotui_layers.csv").exists())
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: exported(app, "miotui_layers.csv"))
         rows = list(csv.DictReader(open("miotui_layers.csv")))
         assert [r["op"] for r in rows] == ["conv"] * 3 and [r["id"] for r in rows] == ["1", "2", "3"]
         assert rows[0]["run_status"] == "ok" and float(rows[0]["run_median_ms"]) > 0
         assert rows[1]["run_status"] == ""
         app.export_to("json", "out.json")
-        await wait_until(pilot, lambda: Path("out.json").exists() and Path("out.json").stat().st_size > 0)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: exported(app, "out.json"))
         doc = json.loads(Path("out.json").read_text())
         assert len(doc["layers"]) == 3 and doc["layers"][0]["runs"][0]["status"] == "ok"
 
@@ -230,7 +224,7 @@ async def test_an_empty_log_says_which_variable_to_set(tmp_path):
         with open(log, "a") as fh:
             fh.write(conv())
         await wait_until(pilot, lambda: len(table(app).model.rows) == 1)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: not empty.has_class("visible"), what="the empty text hidden")
         assert not empty.has_class("visible")
 
 
@@ -249,7 +243,7 @@ async def test_f_on_a_file_that_is_not_followed_says_so_and_q_goes_back_or_quits
         await pilot.press("q")
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("q")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: app.return_code is not None, what="q to quit the app")
     assert app.return_code == 0 and not app.reader.alive
 
 
@@ -318,7 +312,7 @@ async def test_the_theme_choice_persists(log, tmp_path):
     assert load_theme(str(settings)) == "nord"
     again = app_for([log], settings_file=str(settings), theme=load_theme(str(settings)))
     async with again.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.1)
+        await pilot.pause()         # until the app has handled what its start posted
         assert again.theme == "nord"
 
 

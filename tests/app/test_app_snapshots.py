@@ -11,16 +11,15 @@ first-iteration sections) is taken at 80x24 and 160x45 over a generated first it
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
+from pilot_helpers import SIZE, settled, wait_until
 
 from miotui.app import MiotuiApp
 from miotui.execute import threads
 from miotui.execute.blas import BlasThreads
 
-SIZE = (160, 45)
 _CMD = "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver "
 
 LOG = "".join([
@@ -44,9 +43,8 @@ LOG = "".join([
 
 @pytest.fixture
 def log(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MIOTUI_KEYMAP", str(tmp_path / "none.toml"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    """The fixed log (this module's, not conftest's small one), in the test's own directory
+    (conftest's ``_isolated``: no user keymap or settings either)."""
     # the detail screen's memory estimate counts one batch part per worker thread, and the
     # thread count follows the machine's cores: pin it to the 2 these snapshots were made
     # with.  The split also needs numpy's OpenBLAS thread API (a numpy built on another
@@ -65,18 +63,11 @@ def make_app(log: Path) -> MiotuiApp:
     return app
 
 
-async def until(pilot, cond, timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "timed out"
-        await pilot.pause(0.02)
-
-
 async def read_all(pilot) -> None:
     app: MiotuiApp = pilot.app  # type: ignore[assignment]
-    await until(pilot, lambda: app.last_poll is not None and app.last_poll.finished
-                and len(app.layers_screen.table.model.rows) == 5)
-    await pilot.pause(0.3)
+    await wait_until(pilot, lambda: app.last_poll is not None and app.last_poll.finished
+                     and len(app.layers_screen.table.model.rows) == 5, timeout=10, what="the log read")
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
@@ -89,8 +80,9 @@ def test_run_chooser_fits_80x24(log, snap_compare):
         await read_all(pilot)
         await pilot.press("R")
         chooser = pilot.app.screen
-        await until(pilot, lambda: "checking" not in str(chooser.query_one("#availability").content))
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: "checking" not in str(chooser.query_one("#availability").content),
+                         timeout=10, what="the backends' availability")
+        await settled(pilot)
     assert snap_compare(make_app(log), terminal_size=(80, 24), run_before=before)
 
 
@@ -99,8 +91,9 @@ def test_layers_screen_filtered_with_the_raw_log(log, snap_compare):
         await read_all(pilot)
         await pilot.press("slash", *"op:conv", "enter", "down", "l")
         view = pilot.app.layers_screen.log_pane.view
-        await until(pilot, lambda: view.known >= 14 and view._blocks.get(0) is not None)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: view.known >= 14 and view._blocks.get(0) is not None, timeout=10,
+                         what="the raw log's lines")
+        await settled(pilot)
     assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
 
 
@@ -110,8 +103,9 @@ def test_detail_screen(log, snap_compare):
         app = pilot.app
         app.layers_screen.table.move_cursor_to(1)
         await pilot.press("enter")
-        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None and app.screen.ready)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None
+                         and app.screen.ready, timeout=10, what="the detail laid out")
+        await settled(pilot)
     assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
 
 
@@ -127,8 +121,9 @@ def test_undecoded_screen(log, snap_compare):
     async def before(pilot):
         await read_all(pilot)
         await pilot.press("u")
-        await until(pilot, lambda: pilot.app.screen.query_one("DataTable").row_count == 1)
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: pilot.app.screen.query_one("DataTable").row_count == 1, timeout=10,
+                         what="the undecoded line listed")
+        await settled(pilot)
     assert snap_compare(make_app(log), terminal_size=SIZE, run_before=before)
 
 
@@ -147,9 +142,10 @@ def first_iteration_log(log: Path) -> Path:
 
 async def read_first_iteration(pilot) -> None:
     app: MiotuiApp = pilot.app  # type: ignore[assignment]
-    await until(pilot, lambda: app.last_poll is not None and app.last_poll.finished and app.model.startup.anything
-                and app.model.time_summary is not None, timeout=30)
-    await pilot.pause(0.3)
+    await wait_until(pilot, lambda: app.last_poll is not None and app.last_poll.finished
+                     and app.model.startup.anything and app.model.time_summary is not None, timeout=30,
+                     what="the first iteration read")
+    await settled(pilot)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
@@ -157,7 +153,9 @@ def test_layers_sorted_by_total(first_iteration_log, snap_compare, size):
     async def before(pilot):
         await read_first_iteration(pilot)
         await pilot.press("t")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: pilot.app.layers_screen.table.model.sort_key == "total_ms", timeout=10,
+                         what="the table sorted by total")
+        await settled(pilot)
     assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)
 
 
@@ -166,8 +164,9 @@ def test_first_iteration_screen(first_iteration_log, snap_compare, size):
     async def before(pilot):
         await read_first_iteration(pilot)
         await pilot.press("i")
-        await until(pilot, lambda: getattr(pilot.app.screen, "ready", False))
-        await pilot.pause(0.3)
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "ready", False), timeout=10,
+                         what="the first-iteration screen laid out")
+        await settled(pilot)
     assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)
 
 
@@ -177,8 +176,9 @@ def test_detail_time_and_first_iteration(first_iteration_log, snap_compare, size
         await read_first_iteration(pilot)
         await pilot.press("enter")
         app = pilot.app
-        await until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None and app.screen.ready)
+        await wait_until(pilot, lambda: getattr(app.screen, "reference_bytes", None) is not None
+                         and app.screen.ready, timeout=10, what="the detail laid out")
         if size == (80, 24):     # the sections below the command and the fields
             app.screen.query_one("#detail-time").scroll_visible(top=True, animate=False)
-        await pilot.pause(0.3)
+        await settled(pilot)
     assert snap_compare(make_app(first_iteration_log), terminal_size=size, run_before=before)

@@ -12,10 +12,10 @@ import re
 import time
 
 import pytest
-from app_helpers import (
+from pilot_helpers import (
+    SIZE,
     app_for,
     conv,
-    isolated_fixture,
     loaded,
     plain,
     pool,
@@ -30,9 +30,6 @@ from miotui.samplegen.generator import generate_text
 from miotui.samplegen.spec import SampleSpec
 from miotui.screens.detail import DetailScreen
 from miotui.screens.startup import StartupScreen
-
-FIXTURES = (isolated_fixture,)
-SIZE = (160, 45)
 
 
 def execution(n: int, time_ms: str) -> str:
@@ -174,7 +171,6 @@ async def test_i_opens_the_first_iteration_with_its_totals_settings_and_timeline
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.last_poll is not None and app.last_poll.finished
                          and app.model.startup.anything, timeout=20)
-        await pilot.pause(0.2)
         await pilot.press("i")
         await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and app.screen.ready)
         screen = app.screen
@@ -252,7 +248,7 @@ async def test_several_followed_files_show_their_rates(tmp_path):
             for p in logs:
                 with open(p, "a") as fh:
                     fh.write(conv() * 20)
-            await pilot.pause(0.1)
+            await pilot.pause(0.1)      # the writer's pace (rates need time to pass), not a wait
             text = status_text(app)
             if "2 files" in text and "rank0 " in text and "rank1 " in text:
                 break

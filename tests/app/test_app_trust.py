@@ -10,14 +10,12 @@ import re
 import shutil
 import time
 
-from app_helpers import (
+from pilot_helpers import (
     ROOT,
+    SIZE,
     app_for,
     conv,
-    isolated_fixture,
     loaded,
-    log_fixture,
-    long_big_runs_fixture,
     plain,
     shown,
     status_text,
@@ -27,11 +25,6 @@ from app_helpers import (
 
 from miotui.screens.detail import DetailScreen
 from miotui.screens.dialogs import RunChooserScreen
-
-#: pytest fixtures from app_helpers, used by name (log, _isolated, long_big_runs)
-FIXTURES = (isolated_fixture, log_fixture, long_big_runs_fixture,)
-
-SIZE = (160, 45)
 
 
 async def chooser_ready(pilot, app) -> RunChooserScreen:
@@ -93,7 +86,7 @@ async def test_a_second_r_measures_again_and_the_detail_keeps_the_history(log):
         assert not first.cached and not second.cached
         assert first.times_ms != second.times_ms, "two measurements, not one shown twice"
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready, what="the detail")
         runs = detail_text(app, "runs")
         assert "Run history (2)" in runs
         assert runs.count("10 iterations, 1 warm-up") == 2
@@ -193,7 +186,8 @@ async def test_the_detail_shows_a_running_run_and_says_what_escape_and_x_do(tmp_
         await pilot.press("x")
         await wait_until(pilot, lambda: not app.running, timeout=20)
         assert [r.status for r in app.results_for(1)] == ["cancelled"]
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: "Running:" not in detail_text(app, "state"),
+                         what=lambda: detail_text(app, "state"))
         assert "Running:" not in detail_text(app, "state")
         assert "x" not in {b.binding.key for b in app.screen.active_bindings.values()}
         from miotui.app import binding_groups
@@ -244,13 +238,14 @@ async def test_miopens_logged_failure_is_shown_next_to_miotuis_verdict(tmp_path)
         await loaded(pilot, app, 1)
         table(app).move_cursor_to(1)
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.ready, what="the detail")
         compare = " ".join(detail_text(app, "compare").split())
         assert "MIOpenDriver (in the log): FAILED (error 2.6e-01, tolerance 8.2e-02" in compare
         assert "miotui: not run yet" in compare
         await pilot.press("r")
         await wait_until(pilot, lambda: app.results_for(1) and not app.running, timeout=60)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: "miotui (" in detail_text(app, "compare") and app.screen.ready,
+                         what=lambda: f"the run in the comparison: {detail_text(app, 'compare')!r}")
         compare = " ".join(detail_text(app, "compare").split())
         assert "miotui (" in compare and "tolerance" in compare
         assert "Why they differ:" in compare

@@ -14,13 +14,14 @@ import io
 import json
 import shutil
 
-from app_helpers import (
+from pilot_helpers import (
+    BNORM,
     FAKE_DRIVER,
     ROOT,
     SIZE,
     app_for,
     conv,
-    isolated_fixture,
+    exported,
     loaded,
     plain,
     pool,
@@ -34,13 +35,10 @@ from miotui.samplegen.generator import generate_text
 from miotui.samplegen.spec import SampleSpec
 from miotui.screens.startup import StartupScreen
 
-FIXTURES = (isolated_fixture,)
-
 
 async def export(pilot, app, fmt: str, path) -> str:
     app.export_to(fmt, str(path))
-    await wait_until(pilot, lambda: path.exists() and path.stat().st_size > 0, timeout=20, what=f"{fmt} export")
-    await pilot.pause(0.05)
+    await wait_until(pilot, lambda: exported(app, path), timeout=20, what=f"{fmt} export")
     return path.read_text()
 
 
@@ -271,8 +269,6 @@ async def test_the_wide_view_keeps_id_op_dir_dtype_frozen_with_a_file_column(tmp
 async def test_a_screen_uses_one_unit_family_and_its_arithmetic_holds(tmp_path):
     """A batch norm (memory-bound) run: the detail prints the bytes moved in MB next to
     a rate in MB/s or GB/s, and bytes / median time comes out as the rate printed."""
-    from app_helpers import BNORM
-
     from miotui.views import units
     log = tmp_path / "train.log"
     log.write_text(BNORM)
@@ -282,8 +278,7 @@ async def test_a_screen_uses_one_unit_family_and_its_arithmetic_holds(tmp_path):
         await pilot.press("r")
         await wait_until(pilot, lambda: not app.running and app.results_for(1), timeout=60, what="the run")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.screen.query("#detail-runs"))
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: app.screen.query("#detail-runs") and app.screen.ready, what="the detail")
         text = screen_text(app) + plain(app.screen.query_one("#detail-runs"))
         assert "MiB" not in text and "GiB" not in text and "KiB" not in text
         r = app.results_for(1)[-1]

@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from pilot_helpers import ROOT, app_for, loaded, table, wait_until, write_small_log
 
 from miotui.launch import config_report, is_key_name
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("key", ["ctrl+r", "E", "?", "question_mark", "slash", "f5", "shift+tab", "escape", "enter",
@@ -69,8 +68,6 @@ def test_check_config_reports_bad_key_names(tmp_path):
 async def test_the_app_notifies_bad_key_names_when_it_starts(tmp_path, monkeypatch):
     """What ``launch`` does: the problems of ``config_report`` are the notices, the keymap it
     returns is applied; ``r`` still runs the layer (its binding kept its default key)."""
-    from app_helpers import app_for, isolate, loaded, table, wait_until, write_small_log
-    isolate(tmp_path, monkeypatch)
     monkeypatch.setenv("MIOTUI_KEYMAP", str(write_keymap(tmp_path)))
     keymap, problems = config_report()
     app = app_for([write_small_log(tmp_path)], config_problems=problems)

@@ -4,8 +4,8 @@ log that grows while it is followed."""
 
 from __future__ import annotations
 
-from app_helpers import SIZE, wait_until
 from diff_support import DEMO, SLOW, with_one_layer_changed
+from pilot_helpers import SIZE, wait_until
 
 from miotui.compare_app import CompareApp
 

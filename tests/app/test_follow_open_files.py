@@ -12,15 +12,14 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from follow_support import batches, conv, rank_logs, started_readers, wait_for
+from pilot_helpers import ROOT
 
 resource = pytest.importorskip("resource")
 
-ROOT = Path(__file__).resolve().parents[2]
-TESTS = ROOT / "tests"
+HELPERS = [ROOT / "tests", ROOT / "tests" / "app"]     # the child imports pilot_helpers
 LIMIT = 256
 FILES = 400      # well past the limit: each needs a descriptor while it is open
 
@@ -28,7 +27,7 @@ APP_SCRIPT = textwrap.dedent("""
     import asyncio, json, resource, sys
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[2]), hard))
-    from app_helpers import SIZE, app_for, table, wait_until
+    from pilot_helpers import SIZE, app_for, table, wait_until
     from miotui.screens.driver_panel import DriverScreen
 
     async def main():
@@ -77,7 +76,7 @@ def test_more_files_than_the_open_file_limit_are_all_read_and_r_and_d_still_work
         (folder / f"rank{i:04d}.log").write_text(conv(i + 1))
     script = tmp_path / "child.py"
     script.write_text(APP_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(TESTS)]), MIOPEN_DRIVER=fake_driver,
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, [ROOT, *HELPERS])), MIOPEN_DRIVER=fake_driver,
                FAKE_MIOPEN_LINE_DELAY="0")
     proc = subprocess.run([sys.executable, str(script), str(folder / "rank*.log"), str(LIMIT), str(FILES)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path))

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import wait_until
-from test_app_signals import EXIT_WITHIN_S, Pty, app_env
+from pilot_helpers import ROOT, wait_until
+from pty_support import EXIT_WITHIN_S, Pty, app_env
 
 from miotui.record_app import RecordApp
 from miotui.record_env import job_environment
@@ -24,7 +24,6 @@ from miotui.record_job import RecordedJob, group_members
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and signals as on Linux")
 
-ROOT = Path(__file__).resolve().parents[2]
 FAKE_JOB = str(ROOT / "tests" / "fakes" / "fake_training_job.py")
 
 

@@ -1,5 +1,13 @@
-"""Helpers shared by the app's Pilot tests (not a test module): small logs, waiting for
-the app, reading what its widgets show."""
+"""Plain helpers of the app's Pilot tests (not a test module): small logs, waiting for
+the app, reading what its widgets show.
+
+Why a module and not fixtures: these are pure functions called inside ``wait_until``
+lambdas, inside the tests' own helpers and in a child process that runs the app outside
+pytest (tests/app/test_follow_open_files.py); none has a set-up or a tear-down for pytest
+to manage.  The fixtures (the small log, the isolation of every app test, the slowed
+runs) are in tests/app/conftest.py, built on :func:`write_small_log` and :func:`isolate`.
+A conftest is not imported by name, so what tests import lives here.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,7 @@ import pytest
 from miotui.app import MiotuiApp
 from miotui.widgets.layer_table import LayerTable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAKE_DRIVER = str(ROOT / "tests" / "fake_miopendriver.py")
 SIZE = (160, 45)
 
@@ -49,6 +57,23 @@ async def wait_until(pilot, cond, timeout: float = 8.0, what: "str | Callable[[]
             return
         await pilot.pause(0.03)
     assert cond(), f"timed out waiting for {(what() if callable(what) else what) or cond}"
+
+
+async def settled(pilot, timeout: float = 10.0) -> None:
+    """Until the screen as drawn stops changing: two screenshots, with the app's pending
+    messages handled and the screen updated between them (``pilot.pause()``), are the
+    same.  For a snapshot, after the condition it shows (rows read, a screen ready): the
+    layout and the widgets that refresh after it have caught up, however loaded the host."""
+    app = pilot.app
+    end = time.monotonic() + timeout
+    before = app.export_screenshot()
+    while True:
+        await pilot.pause()
+        now = app.export_screenshot()
+        if now == before:
+            return
+        assert time.monotonic() < end, "the screen kept changing"
+        before = now
 
 
 def table(app: MiotuiApp) -> LayerTable:
@@ -100,7 +125,23 @@ def pane_state(app: MiotuiApp) -> str:
 async def loaded(pilot, app: MiotuiApp, layers: int, timeout: float = 8.0) -> None:
     await wait_until(pilot, lambda: len(table(app).model.rows) >= layers and app.last_poll is not None
                      and app.last_poll.finished, timeout=timeout, what=f"{layers} layers read")
-    await pilot.pause(0.05)
+    await pilot.pause()      # no fixed time: until the screen has handled what the last poll posted
+
+
+def exported(app: MiotuiApp, path: "str | Path") -> bool:
+    """The app has said it wrote ``path``: the notice comes after the file is closed (a file
+    that exists may still be half written, as the export writes it in place)."""
+    return Path(path).exists() and any(str(n.message).startswith("Exported ") and str(n.message).endswith(str(path))
+                                       for n in app._notifications)
+
+
+def palette_highlights(app: MiotuiApp, text: str) -> bool:
+    """The command palette is open and its highlighted hit holds ``text`` (its search ran)."""
+    from textual.command import CommandList, CommandPalette
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    hits = app.screen.query_one(CommandList)
+    return hits.highlighted is not None and text in str(hits.get_option_at_index(hits.highlighted).prompt)
 
 
 def write_small_log(tmp_path: Path) -> Path:
@@ -128,35 +169,3 @@ def screen_text(app: MiotuiApp) -> str:
     svg = app.export_screenshot()
     text = re.sub(r"<[^>]+>", "", svg)
     return html.unescape(text).replace("\xa0", " ")
-
-
-# ---------------------------------------------------------------------- fixtures (import them by these names)
-
-@pytest.fixture(name="log")
-def log_fixture(tmp_path: Path) -> Path:
-    """The small log of :func:`small_log`, written to a temporary file."""
-    return write_small_log(tmp_path)
-
-
-@pytest.fixture(name="_isolated", autouse=True)
-def isolated_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate(tmp_path, monkeypatch)
-
-
-@pytest.fixture(name="long_big_runs")
-def long_big_runs_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each numpy call on a layer with 32 images also waits 1 s (returning early on a
-    cancel), so a run outlasts the key presses on any machine: on a 16-core one the
-    real layer ran in 4.7 s, while each ``pilot.press`` waited up to 2 s for the CPU
-    to go idle, and the run ended before the test could see it."""
-    from miotui.execute.backends import NumpyBackend
-    real = NumpyBackend.run
-
-    def run(self, problem, prepared, cancel):
-        out = real(self, problem, prepared, cancel)
-        end = time.monotonic() + (1.0 if problem.n == 32 else 0.0)
-        while time.monotonic() < end and not cancel.is_set():
-            time.sleep(0.01)
-        return out
-
-    monkeypatch.setattr(NumpyBackend, "run", run)
