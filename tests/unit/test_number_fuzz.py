@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import number_fuzz as nf  # tests/number_fuzz.py (pytest puts tests/ on the path, as for app_helpers)
+import number_fuzz as nf  # tests/number_fuzz.py (tests/ is on pytest's pythonpath: pyproject.toml)
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
