@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from problem_values import make_conv
 
 from miotui.problems import ConvProblem
 
@@ -83,15 +84,6 @@ def real_log(real_logs_dir: Path) -> Callable[[str], Path]:
         (path,) = real_logs_dir.glob(prefix + "_*")
         return path
     return find
-
-
-def make_conv(direction: str = "fwd", dtype: str = "fp32", n: int = 2, c: int = 4, k: int = 6, hw: int = 8,
-              **kw: Any) -> ConvProblem:
-    """A 3x3, pad 1, stride 1 convolution on hw x hw images; ``kw`` overrides any field."""
-    fields: dict[str, Any] = dict(in_spatial=(hw, hw), filter=(3, 3), pads=(1, 1), strides=(1, 1),
-                                  dilations=(1, 1))
-    fields.update(kw)
-    return ConvProblem(direction, dtype, n, c, k, **fields)
 
 
 @pytest.fixture(scope="session")

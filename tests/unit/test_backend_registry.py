@@ -5,7 +5,7 @@ the memory guard asks the backend instead of switching on its name."""
 from __future__ import annotations
 
 import pytest
-from conftest import make_conv
+from problem_values import make_conv
 
 from miotui.execute import guard
 from miotui.execute.backends import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import make_conv
+from problem_values import make_conv
 
 from miotui.execute import planning
 from miotui.execute.backends import BACKENDS, NumpyBackend, RunSettings, available_backends
