@@ -436,6 +436,10 @@ def _compare_one(name: str, metric: str, tol: float, ref: Any, out: Any) -> _One
     return _One(name, max_abs, max_rel, rr, err, finite)
 
 
+#: elements rounded at a time by :func:`rounding_floor`
+_FLOOR_CHUNK = 1 << 20
+
+
 def rounding_floor(problem: Problem, name: str, metric: str, ref: Any, out: Any) -> Optional[float]:
     """The error, by ``metric``, of the reference itself rounded to the problem's 16-bit
     type: the least any output stored in that type can have.  None unless the problem is
@@ -450,10 +454,14 @@ def rounding_floor(problem: Problem, name: str, metric: str, ref: Any, out: Any)
     r, o = _as_f64(ref), _as_f64(out)
     if r.size != o.size or r.size == 0:
         return None
+    rounded = np.empty_like(r)
     with np.errstate(over="ignore", invalid="ignore"):
-        if not np.array_equal(np.asarray(round_to_dtype(o, dt), dtype=np.float64), o, equal_nan=True):
-            return None
-        rounded = np.asarray(round_to_dtype(r, dt), dtype=np.float64)
+        for at in range(0, r.size, _FLOOR_CHUNK):   # in pieces: rounding bf16 takes 3 temporaries
+            part = slice(at, at + _FLOOR_CHUNK)
+            if not np.array_equal(np.asarray(round_to_dtype(o[part], dt), dtype=np.float64), o[part],
+                                  equal_nan=True):
+                return None
+            rounded[part] = round_to_dtype(r[part], dt)
     return _compare_one(name, metric, 0.0, r, rounded).error
 
 
