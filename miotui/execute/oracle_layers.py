@@ -50,14 +50,14 @@ def _extreme(p: ReduceProblem, op: str, v: np.ndarray) -> tuple[np.ndarray, np.n
     nan = np.isnan(v)
     pick = np.fmin if op == "min" else np.fmax     # both ignore a NaN
     best = pick.reduce(v, axis=-1)
-    all_nan = np.isnan(best)
     # the first position holding the value (argmax of a boolean finds the first True)
-    hit = (v == np.where(all_nan, 0.0, best)[..., None]) & ~nan
-    idx = np.where(all_nan, 0, np.argmax(hit, axis=-1))
-    start = 0.0 if op == "amax" else _TYPE_MAX.get(p.comp_dtype, _FLOAT_MAX) * (1 if op == "min" else -1)
-    val = np.where(all_nan, start, best)
-    if op == "amax":
-        val = np.maximum(val, 0.0)
+    hit = (v == best[..., None]) & ~nan
+    kind = "fp64" if p.dtype == "fp64" else p.comp_dtype   # MIOpenDriver computes fp64 data in fp64
+    start = 0.0 if op == "amax" else _TYPE_MAX.get(kind, _FLOAT_MAX) * (1 if op == "min" else -1)
+    # MIOpen keeps (start, index 0) unless a value beats the start strictly (NaN: never)
+    beats = best < start if op == "min" else best > start
+    val = np.where(beats, best, start)
+    idx = np.where(beats, np.argmax(hit, axis=-1), 0)
     if p.nan_propagation:
         anyn = nan.any(axis=-1)
         last = v.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)

@@ -6,15 +6,22 @@
 * the output keeps every dimension, 1 where reduced; ``y = alpha * reduced + beta * y``
   (the prior output, an input then); with indices MIOpenDriver runs alpha 1, beta 0.
 * indices (min, max, amax): the flattened (row-major) position of the extreme value
-  over the reduced dimensions in ascending order, the first one on ties (the host
-  replaces its value only on a strict improvement).  The library sees only the two
-  tensors' lengths, so ascending is its order; MIOpenDriver's host code follows its
-  ``-R`` list, which agrees whenever that list is ascending.
+  over the reduced dimensions in ascending order, the first one on ties.  The library
+  sees only the two tensors' lengths, so ascending is its order; MIOpenDriver's host
+  code follows its ``-R`` list, which agrees whenever that list is ascending.
+* the start value: min, max and amax start from (start value, index 0) and replace
+  both only on a strict improvement (``a > b`` / ``a < b``), in MIOpen's kernels
+  (``reduction_operator.hpp``: ``Min``/``Max``/``AMax`` with ``changed``, the
+  accumulator's index set to 0) as in the driver's host code (``ReduceOpFn2``).  The
+  start is the compute type's largest for min, its lowest for max, 0 for amax
+  (:func:`extreme_start`), so an extreme *equal* to it (amax of ``[nan, 0.0]``, or of
+  zeros after NaNs) keeps index 0, and one beyond it (min of ``[inf]``) never replaces
+  it: the result is then the start value at index 0.
 * NaN (``nan_propagation``): only min, max and amax can ignore one; without
-  propagation a NaN never wins a comparison (a slice of NaNs gives the starting value:
-  the compute type's largest for min, its lowest for max, 0 for amax, and index 0);
-  with it the result is NaN and its index the *last* NaN's, as the host's scan leaves
-  it.  The other ops carry a NaN through their arithmetic either way.
+  propagation a NaN never wins a comparison (a slice of NaNs gives the start value
+  and index 0); with it the result is NaN and its index the *last* NaN's, as the
+  scan leaves it (a NaN always replaces the accumulator, and nothing replaces a NaN).
+  The other ops carry a NaN through their arithmetic either way.
 
 Accumulation in float32 (the driver's default compute type), float64 for fp64 data or
 compute type or ``precision="fp64"``.  Inputs: x in [0, 1), as the driver
@@ -46,11 +53,17 @@ def reduce_dtype(p: ReduceProblem, precision: str = "fp32") -> np.dtype:
 
 def extreme_start(p: ReduceProblem) -> float:
     """The value min / max / amax start from (what a slice of NaNs gives without
-    propagation): the compute type's largest, its lowest, or 0."""
+    propagation): the compute type's largest, its lowest, or 0.  fp64 data computes
+    in fp64 whatever ``-C`` says (MIOpenDriver's ``reducefp64`` sets the compute type
+    to double, and this reference accumulates fp64 data in float64)."""
     op = REDUCE_OPS[p.reduce_op]
     if op == "amax":
         return 0.0
-    big = float(np.finfo({"fp16": np.float16, "fp64": np.float64}.get(p.comp_dtype, np.float32)).max)
+    if "fp64" in (p.dtype, p.comp_dtype):
+        kind = np.float64
+    else:
+        kind = np.float16 if p.comp_dtype == "fp16" else np.float32
+    big = float(np.finfo(kind).max)
     return big if op == "min" else -big
 
 
@@ -119,10 +132,10 @@ def _extreme(p: ReduceProblem, op: str, v: np.ndarray) -> tuple[np.ndarray, np.n
         idx = np.argmax(clean, axis=-1)
     val = np.take_along_axis(clean, idx[..., None], axis=-1)[..., 0]
     start = extreme_start(p)
-    if op == "amax":
-        val = np.maximum(val, 0.0)   # amax starts at 0: a slice of NaNs gives 0
-    else:
-        val = np.where(np.all(nan, axis=-1), start, val)
+    # only a strict improvement on the start replaces it (a slice of NaNs never does)
+    better = val < start if op == "min" else val > start
+    val = np.where(better, val, start)
+    idx = np.where(better, idx, 0)
     if p.nan_propagation:
         has = np.any(nan, axis=-1)
         last = v.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)

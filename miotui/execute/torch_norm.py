@@ -121,11 +121,11 @@ def _extreme(p: ReduceProblem, op: str, v: Any) -> tuple[Any, Any]:
     clean = torch.where(nan, torch.full_like(v, math.inf if op == "min" else -math.inf), v)
     idx = clean.argmin(-1) if op == "min" else clean.argmax(-1)
     val = clean.gather(-1, idx.unsqueeze(-1)).squeeze(-1)
-    if op == "amax":
-        val = val.clamp(min=0.0)
-    else:
-        from miotui.execute.reference_reduce import extreme_start
-        val = torch.where(nan.all(-1), torch.full_like(val, extreme_start(p)), val)
+    from miotui.execute.reference_reduce import extreme_start
+    start = extreme_start(p)
+    better = val < start if op == "min" else val > start   # only a strict improvement replaces the start
+    val = torch.where(better, val, torch.full_like(val, start))
+    idx = torch.where(better, idx, torch.zeros_like(idx))
     if p.nan_propagation:
         has = nan.any(-1)
         last = v.shape[-1] - 1 - nan.flip(-1).to(torch.uint8).argmax(-1)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from miotui.execute import guard
@@ -16,6 +16,7 @@ from miotui.execute import reference as R
 from miotui.execute import verify as V
 from miotui.execute.backends import RunSettings, get_backend, run_layer
 from miotui.execute.layer_shapes import reduce_shapes
+from miotui.execute.oracle_layers import reduce_oracle
 from miotui.problems import REDUCE_OPS, OpProblem, ProblemError, ReduceProblem
 
 torch = pytest.importorskip("torch")
@@ -25,9 +26,13 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 
 def host_reduce(p: ReduceProblem, x: np.ndarray, prior) -> tuple[np.ndarray, np.ndarray]:
-    """The driver's host loop: for every kept index, scan the reduced ones in row-major
-    order, replacing the extreme only on a strict improvement; with NaN propagation a
-    NaN replaces the accumulator (and its index) whenever one is met."""
+    """The driver's host loop (MIOpen's ``driver/miopen_Reduction.hpp`` with
+    ``test/cpu_reduce_util.hpp``; the kernels' ``reduction_operator.hpp`` and
+    ``reduction_functions_binop.hpp`` do the same per thread): for every kept index, start
+    from (the op's start value, index 0) and scan the reduced ones in row-major order,
+    replacing the extreme and its index only on a strict improvement; with NaN
+    propagation a NaN replaces the accumulator (and its index) whenever one is met.
+    ``reducefp64`` computes in double whatever ``-C`` says."""
     op = REDUCE_OPS[p.reduce_op]
     red = sorted(p.reduce_dims)
     keep = [d for d in range(x.ndim) if d not in red]
@@ -35,7 +40,7 @@ def host_reduce(p: ReduceProblem, x: np.ndarray, prior) -> tuple[np.ndarray, np.
     idx = np.zeros(p.output_shape, dtype=np.int64)
     count = math.prod(x.shape[d] for d in red)
     for kept in np.ndindex(*[x.shape[d] for d in keep]):
-        big = F32_MAX if p.comp_dtype == "fp32" else float(np.finfo(np.float64).max)   # the compute type's
+        big = float(np.finfo(np.float64 if "fp64" in (p.dtype, p.comp_dtype) else np.float32).max)
         acc = {"add": 0.0, "avg": 0.0, "norm1": 0.0, "norm2": 0.0, "mul": 1.0, "min": big, "max": -big,
                "amax": 0.0}[op]
         at = 0
@@ -101,21 +106,55 @@ def reduce_cases(draw):
     return p, x, prior
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=reduce_cases())
-def test_reduce_matches_the_host_scan(case):
-    p, x, prior = case
+def _check_against_the_host_scan(p: ReduceProblem, x: np.ndarray, prior: np.ndarray) -> None:
+    """The numpy reference, the torch op and the verdict's float64 oracle, each against
+    :func:`host_reduce`: values, and indices exactly."""
     inputs = {"x": x}
     if "y" in reduce_shapes(p)[0]:
         inputs["y"] = prior
     want_y, want_i = host_reduce(p, x, prior)
     on_torch = torch_reduce(p, {k: torch.from_numpy(v) for k, v in inputs.items()})
-    for got in (R.run_reference(p, inputs, precision="fp64"), {k: v.numpy() for k, v in on_torch.items()}):
+    for name, got in (("reference", R.run_reference(p, inputs, precision="fp64")),
+                      ("torch", {k: v.numpy() for k, v in on_torch.items()}),
+                      ("oracle", reduce_oracle(p, inputs))):
         _same(got["y"], want_y)
-        assert ("indices" in got) == p.indices
+        assert ("indices" in got) == p.indices, name
         if p.indices:
-            np.testing.assert_array_equal(got["indices"], want_i)
-            assert got["indices"].dtype == np.int32
+            np.testing.assert_array_equal(got["indices"], want_i, err_msg=name)
+            if name != "oracle":
+                assert got["indices"].dtype == np.int32
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=reduce_cases())
+@example(case=(ReduceProblem("fwd", "fp64", (1, 1, 3, 2), (0, 1, 2), 4, "fp32", False, True),
+               np.array([[[[np.nan, 0.5], [np.nan, np.nan], [0.0, 1.5]]]]), np.zeros((1, 1, 1, 2))))
+def test_reduce_matches_the_host_scan(case):
+    _check_against_the_host_scan(*case)
+
+
+@pytest.mark.parametrize(("op", "nan_prop", "x", "want", "at"), [
+    # amax of NaNs then a zero: 0 does not beat amax's start 0, so the index stays 0
+    (4, False, [np.nan, np.nan, 0.0], 0.0, 0),
+    (4, False, [np.nan, -0.0, 0.0, 0.5], 0.5, 3),
+    (4, False, [0.0, 0.0], 0.0, 0),
+    # beyond the compute type's largest: +inf never beats min's start, -inf never max's
+    (2, False, [np.inf, np.nan, np.inf], F32_MAX, 0),
+    (3, False, [np.nan, -np.inf], -F32_MAX, 0),
+    (3, False, [np.nan, -np.inf, 1.0, 1.0], 1.0, 2),
+    (2, False, [np.nan, F32_MAX], F32_MAX, 0),           # equal to the start: no improvement
+    # with propagation: the last NaN, whatever came before or after
+    (4, True, [0.0, np.nan, 3.0, np.nan, 0.0], np.nan, 3),
+])
+def test_ties_with_the_start_value(op, nan_prop, x, want, at):
+    """MIOpen's kernels and host keep (start, index 0) unless a value beats the start
+    strictly; the reference, torch and the oracle agree with the scan and these values."""
+    p = ReduceProblem("fwd", "fp32", (len(x),), (0,), reduce_op=op, comp_dtype="fp32",
+                      nan_propagation=nan_prop, indices=True)
+    xs = np.array(x, dtype=np.float32)
+    _check_against_the_host_scan(p, xs, np.zeros(1))
+    out = R.run_reference(p, {"x": xs}, precision="fp64")
+    assert (np.isnan(out["y"][0]) if np.isnan(want) else out["y"][0] == want) and out["indices"][0] == at
 
 
 def test_nan_rules_in_one_slice():
@@ -125,9 +164,13 @@ def test_nan_rules_in_one_slice():
         out = R.run_reference(p, {"x": x}, precision="fp64")
         assert (np.isnan(out["y"][0, 0]) if np.isnan(want) else out["y"][0, 0] == want)
         assert out["indices"][0, 0] == at                # first minimum; the last NaN when propagating
-    allnan = ReduceProblem("fwd", "fp64", (2,), (0,), reduce_op=3, indices=True, comp_dtype="fp32")
-    out = R.run_reference(allnan, {"x": np.array([np.nan, np.nan])}, precision="fp64")
+    allnan = ReduceProblem("fwd", "fp32", (2,), (0,), reduce_op=3, indices=True, comp_dtype="fp32")
+    out = R.run_reference(allnan, {"x": np.array([np.nan, np.nan], dtype=np.float32)}, precision="fp64")
     assert out["y"][0] == -F32_MAX and out["indices"][0] == 0   # the start value survives
+    # fp64 data computes in double whatever -C says (reducefp64 sets the compute type)
+    allnan64 = ReduceProblem("fwd", "fp64", (2,), (0,), reduce_op=3, indices=True, comp_dtype="fp32")
+    out = R.run_reference(allnan64, {"x": np.array([np.nan, np.nan])}, precision="fp64")
+    assert out["y"][0] == -float(np.finfo(np.float64).max) and out["indices"][0] == 0
     add = ReduceProblem("fwd", "fp64", (3,), (0,), reduce_op=0)
     assert np.isnan(R.run_reference(add, {"x": np.array([1.0, np.nan, 2.0])}, precision="fp64")["y"][0])
 
