@@ -36,6 +36,7 @@ from textual.screen import Screen
 from miotui.catalog import Catalog
 from miotui.execute.planning import ALL, not_applicable
 from miotui.formats import FORMATS
+from miotui.gc_freeze import FreezeAfterSlowCollection
 from miotui.run_queue import RunBook, RunRequest, execute
 from miotui.safe_text import visible
 from miotui.screens.detail import DetailScreen
@@ -54,8 +55,6 @@ from miotui.widgets.status_bar import StatusInfo, follow_state
 
 #: Seconds a follow event (truncation, rotation...) stays in the status bar.
 EVENT_SECONDS = 15.0
-#: Rows to arrive between two gc.freeze() calls (see MiotuiApp._freeze_long_lived).
-FREEZE_EVERY_ROWS = 1000
 #: The interpreter's thread switch interval while the app runs (see start_background)
 GIL_SWITCH_S = 0.0005
 #: Seconds between redraws of an open detail screen for a change of the log's GPU time
@@ -151,7 +150,8 @@ class MiotuiApp(App):
         self._started = False
         self._switch_interval: Optional[float] = None
         self.polls = 0
-        self._frozen_rows = 0
+        #: freezes the heap after a slow full collection (a 100+ ms pause of the UI thread)
+        self.gc_freeze = FreezeAfterSlowCollection()
         self._share_told = 0.0
         self._lines_read = 0       # lines the last poll had read (the raw pane reads on when it grows)
         #: the detail and first-iteration screens, made once and reopened
@@ -190,6 +190,7 @@ class MiotuiApp(App):
         # default, and a frame wakes it dozens of times.  A shorter interval hands it over sooner.
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(GIL_SWITCH_S)
+        self.gc_freeze.start()
         self.reader.start()
         self.poller.start()
 
@@ -200,6 +201,7 @@ class MiotuiApp(App):
         self._stopped = True
         if self._switch_interval is not None:
             sys.setswitchinterval(self._switch_interval)     # as it was before the app started
+        self.gc_freeze.stop()
         self.runs.clear()
         for worker in self._run_workers.values():
             worker.cancel()
@@ -260,7 +262,6 @@ class MiotuiApp(App):
             screen.log_grew()
         if data.changed:
             screen.apply_snapshots(data.changed)
-            self._freeze_long_lived()
             for snap in data.changed:
                 self._tell_screens(snap.id)
         if data.time_summary is not None:
@@ -304,20 +305,6 @@ class MiotuiApp(App):
         for screen in self.screen_stack:
             if isinstance(screen, (DetailScreen, DriverScreen)) and layer_id in (None, screen.layer_id):
                 screen.post_message(LayerChanged(layer_id))
-
-    def _freeze_long_lived(self) -> None:
-        """Move the table's rows out of the garbage collector's sight once many have arrived.
-
-        Rows live as long as the app (the catalog only grows).  With 10 000 of them, every
-        full collection walks them all: a 100+ ms pause in the UI thread, felt as a
-        dropped keypress.  ``gc.freeze()`` puts everything alive now into the permanent
-        generation, so later collections only see what is new.
-        """
-        rows = len(self.layers_screen.table.model.rows)
-        if rows - self._frozen_rows >= FREEZE_EVERY_ROWS:
-            import gc
-            gc.freeze()
-            self._frozen_rows = rows
 
     def on_view_changed(self, message: ViewChanged) -> None:
         self.refresh_status()

@@ -90,3 +90,23 @@ async def test_the_detail_and_the_timeline_are_laid_out_off_the_ui_thread(tmp_pa
         await wait_until(pilot, lambda: isinstance(app.screen, StartupScreen) and getattr(app.screen, 'ready', True))
         assert "#" in plain(app.screen.query_one("#startup-timeline"))
         assert threads and not any(on_main for _, on_main in threads), threads
+
+
+async def test_a_slow_full_collection_freezes_the_heap_while_the_app_runs_and_quitting_gives_it_back(tmp_path):
+    """Full collections of the whole heap (50-340 ms on the 2-core host) were the slow tail of
+    the keys: after a slow one the app freezes what survived (``miotui.gc_freeze``).  The
+    clock says every collection is slow: no test depends on this host's speed."""
+    import gc
+
+    log = tmp_path / "train.log"
+    log.write_text(conv() + pool())
+    app = app_for([log])
+    ticks = iter(range(10**9))
+    app.gc_freeze.clock = lambda: float(next(ticks))        # each reading a second later
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 2)
+        gc.collect()
+        assert app.gc_freeze.freezes >= 1 and gc.get_freeze_count() > 0
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
+    assert gc.get_freeze_count() == 0, "quitting gives the frozen heap back to the collector"

@@ -1,0 +1,77 @@
+"""Keep the garbage collector's full collections short while the app runs.
+
+Why: CPython collects its oldest generation (every object that outlived two young
+collections) once the objects promoted since the last full collection reach a quarter of
+those it kept then.  Following the demo, that was every ~2.5 s, and each one walked the
+whole heap: modules, classes, Textual's widgets and caches, the catalog and, once a layer
+ran, numpy's and numba's objects (75 000 tracked objects after start, 145 000 a minute
+later).  On the shared 2-core host each took 50-340 ms (median 135 ms) of the UI thread
+with the interpreter lock held, wherever it fell: it was the slow tail (p95) of ``enter``,
+``i`` and ``escape`` (issue 19 §6).
+
+What: a full collection that took longer than ``slow_ms`` freezes what survived it
+(``gc.freeze()``: moved to a permanent generation that later collections never walk), so
+the next ones walk only what is newer.  Right after a full collection every object left is
+reachable, so no garbage of that moment is frozen; what a freeze can keep is an object
+alive then that later dies inside a reference cycle (a dialog open then and closed after):
+bounded by what the user opens, not by how long the log is followed, and given back by
+:meth:`FreezeAfterSlowCollection.stop` (``gc.unfreeze()``).  Objects that die by their
+reference count (the bulk: cached lines, replaced snapshots) are freed frozen or not.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any, Callable
+
+#: A full collection longer than this (ms) freezes what survived it: a key pressed during
+#: it waits that long, and the target for a key is 100 ms in all.
+SLOW_MS = 15.0
+
+
+class FreezeAfterSlowCollection:
+    """Watches full collections (``gc.callbacks``) and freezes the heap after a slow one.
+
+    The callback runs in whichever thread allocated the object that started the collection
+    (the reader, the poller, a worker or the UI); ``gc.freeze`` is safe from any of them.
+    """
+
+    def __init__(self, slow_ms: float = SLOW_MS, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.slow_ms = slow_ms
+        self.clock = clock
+        #: full collections seen, and how many of them froze the heap
+        self.full_collections = 0
+        self.freezes = 0
+        self._started_at: float | None = None
+        self._active = False
+
+    def start(self) -> None:
+        if not self._active:
+            self._active = True
+            gc.callbacks.append(self._callback)
+
+    def stop(self) -> None:
+        """Stop watching and give what was frozen back to the collector."""
+        if self._active:
+            self._active = False
+            try:
+                gc.callbacks.remove(self._callback)
+            except ValueError:
+                pass
+            if self.freezes:
+                gc.unfreeze()
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started_at = self.clock()
+            return
+        started, self._started_at = self._started_at, None
+        if started is None:
+            return
+        self.full_collections += 1
+        if (self.clock() - started) * 1000.0 > self.slow_ms:
+            gc.freeze()
+            self.freezes += 1
