@@ -376,11 +376,14 @@ def keys_child(warmup: float, rounds: int) -> None:
     demo's replay writes its log while the app follows it (as ``miotui --demo``), and
     ``enter`` (detail), ``escape`` (back), ``i`` (first iteration), ``escape``, ``r`` (the
     row says queued or running) are pressed in turn, each timed from the key to the frame
-    that shows it."""
+    that shows it.  Each press also notes whether a run was computing when it was sent:
+    the run started by ``r`` is cancelled, but a reference run stops only at its next check
+    (seconds later on a 2-core host), so most later presses share the CPU with it."""
     from miotui.app import MiotuiApp
     from miotui.demo import DemoReplay
     clock = DisplayClock()
     res: dict[str, list[float]] = {"enter": [], "escape (detail)": [], "i": [], "escape (i)": [], "r": []}
+    busy: dict[str, list[bool]] = {name: [] for name in res}
 
     async def run() -> None:
         replay = DemoReplay()
@@ -395,10 +398,12 @@ def keys_child(warmup: float, rounds: int) -> None:
                 table.move_cursor_to(table.model.view[i % len(table.model.view)])
                 await pilot.pause(0.1)
                 for name, key, screen in KEY_STEPS:
+                    busy[name].append(app.running)
                     res[name].append(await shown_after(app, key, screen,
                                                        lambda s=screen: type(app.screen).__name__ == s, clock))
                     await pilot.pause(0.2)
                 layer = table.cursor_id
+                busy["r"].append(app.running)
                 res["r"].append(await shown_after(
                     app, "r", "LayersScreen",
                     lambda layer=layer: table.row_text(layer).get("verdict", "") in ("queued", "running"), clock))
@@ -407,13 +412,14 @@ def keys_child(warmup: float, rounds: int) -> None:
             app.shutdown_background()
 
     asyncio.run(run())
-    print(json.dumps(res))
+    print(json.dumps({"ms": res, "run_busy": busy}))
 
 
 def bench_keys(trees: list[tuple[str, str]], warmup: float, rounds: int, alternations: int) -> list[dict]:
     """Each tree's key latencies, the trees run alternately (old, new, old, new ...) so
     that a host loaded by other work weighs on both alike."""
     got: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
+    busy: dict[str, dict[str, list[bool]]] = {name: {} for name, _ in trees}
     for _ in range(alternations):
         for name, root in trees:
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--keys-child", root, str(warmup),
@@ -421,10 +427,19 @@ def bench_keys(trees: list[tuple[str, str]], warmup: float, rounds: int, alterna
                                  env={**os.environ, "PYTHONPATH": root})
             if out.returncode != 0:
                 raise RuntimeError(f"keys child ({name}) failed: {out.stderr[-2000:]}")
-            for key, ms in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            child = json.loads(out.stdout.strip().splitlines()[-1])
+            for key, ms in child["ms"].items():
                 got[name].setdefault(key, []).extend(ms)
-    return [summary(f"demo followed, {name}: {key} -> shown", ms) for name, _ in trees
+                busy[name].setdefault(key, []).extend(child["run_busy"][key])
+    rows = [summary(f"demo followed, {name}: {key} -> shown", ms) for name, _ in trees
             for key, ms in got[name].items()]
+    for name, _ in trees:               # the same presses, by whether a run shared the CPU
+        for key, ms in got[name].items():
+            for flag, what in ((False, "no run computing"), (True, "a run computing")):
+                part = [m for m, b in zip(ms, busy[name][key], strict=True) if b == flag]
+                if part:
+                    rows.append(summary(f"  {name}: {key}, {what}", part))
+    return rows
 
 
 def main() -> int:
