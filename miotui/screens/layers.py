@@ -101,6 +101,7 @@ class LayersScreen(Screen):
         self._op_tabs: dict[str, Tab] = {}
         self._op_counts: dict[str, int] = {}
         self._all_tab = Tab("all", id="op-all")
+        self._time_lines = 0
 
     def compose(self) -> ComposeResult:
         yield Tabs(self._all_tab, id="op-tabs")
@@ -161,7 +162,12 @@ class LayersScreen(Screen):
         a layer."""
         line = self.query_one("#time-line", Static)
         line.set_class(bool(text), "visible")
-        line.update(Text(visible(text, newlines=True)))   # a profiler trace's lines below
+        shown = Text(visible(text, newlines=True))         # a profiler trace's lines below
+        # its lines are cut, never wrapped: only another number of lines changes its height,
+        # so only then is the screen laid out again (each poll with a time summary sets it)
+        lines = len(shown.plain.split("\n"))
+        line.update(shown, layout=lines != self._time_lines)
+        self._time_lines = lines
 
     def set_empty_state(self, text: Optional[str]) -> None:
         """Say why the table is empty (``None``: it is not)."""

@@ -140,7 +140,10 @@ class StatusBar(Horizontal):
         if info == self.info:
             return
         self.info = info
-        self.query_one("#status-text", Static).update(self.render_text(info))
+        # one line of a fixed size: a new text needs no layout of the screen (Static.update
+        # lays out by default; at ~10 updates a second that was most of the UI thread's work
+        # while following, issue 19 §6)
+        self.query_one("#status-text", Static).update(self.render_text(info), layout=False)
 
     def set_progress(self, done: int, total: int, scanning: bool) -> None:
         bar = self.query_one("#scan-progress", ProgressBar)

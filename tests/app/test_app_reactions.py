@@ -110,3 +110,42 @@ async def test_a_slow_full_collection_freezes_the_heap_while_the_app_runs_and_qu
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, DetailScreen))
     assert gc.get_freeze_count() == 0, "quitting gives the frozen heap back to the collector"
+
+
+async def test_the_status_line_and_an_unchanged_time_line_update_without_laying_out_the_screen(tmp_path, monkeypatch):
+    """Static.update lays the screen out by default: the status line (one fixed line, ~10
+    updates a second while following) did so on every poll, most of the UI thread's work
+    between keys.  The time line's height follows its number of lines: it is laid out when
+    that changes, and then shows them all."""
+    from textual.widgets import Static
+
+    from miotui.widgets.status_bar import StatusInfo
+
+    log = tmp_path / "train.log"
+    log.write_text(conv() + pool())
+    app = app_for([log])
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, app, 2)
+        screen = app.layers_screen
+        laid_out: list[str] = []
+        refresh = Static.refresh
+
+        def spy(self, *regions, **kw):          # the real refresh, noting who asked for a layout
+            if kw.get("layout"):
+                laid_out.append(self.id or "")
+            return refresh(self, *regions, **kw)
+
+        monkeypatch.setattr(Static, "refresh", spy)
+        screen.status.set_info(StatusInfo(sources="x.log", lines=12345))
+        assert "12,345 lines" in plain(screen.query_one("#status-text"))
+        assert "status-text" not in laid_out, laid_out
+        screen.set_time_line("one line")
+        await pilot.pause()
+        laid_out.clear()
+        screen.set_time_line("another line")
+        assert "time-line" not in laid_out, laid_out
+        screen.set_time_line("two\nlines")
+        assert "time-line" in laid_out
+        await pilot.pause()
+        line = screen.query_one("#time-line")
+        assert line.size.height == 2 and "lines" in plain(line)
