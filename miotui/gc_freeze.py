@@ -11,12 +11,15 @@ with the interpreter lock held, wherever it fell: it was the slow tail (p95) of 
 
 What: a full collection that took longer than ``slow_ms`` freezes what survived it
 (``gc.freeze()``: moved to a permanent generation that later collections never walk), so
-the next ones walk only what is newer.  Right after a full collection every object left is
-reachable, so no garbage of that moment is frozen; what a freeze can keep is an object
-alive then that later dies inside a reference cycle (a dialog open then and closed after):
-bounded by what the user opens, not by how long the log is followed, and given back by
-:meth:`FreezeAfterSlowCollection.stop` (``gc.unfreeze()``).  Objects that die by their
-reference count (the bulk: cached lines, replaced snapshots) are freed frozen or not.
+the next ones walk only what is newer, but only when what survived it is at least as much
+as what is frozen already (the heap doubled since the last freeze: startup, a backend's
+imports, a catalog of thousands of layers).  Why not after every slow one: a frozen object
+that later dies inside a reference cycle is never freed, and Textual's cached lines do
+(a ``Strip`` caches itself); freezing every ~2 s kept ~2 000 such objects a second
+following the demo.  Doubling bounds the freezes to a handful a session, each keeping at
+most the render caches alive at that moment.  Right after a full collection every object
+left is reachable, so no garbage of that moment is frozen.
+:meth:`~FreezeAfterSlowCollection.stop` gives everything back (``gc.unfreeze()``).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class FreezeAfterSlowCollection:
         if started is None:
             return
         self.full_collections += 1
-        if (self.clock() - started) * 1000.0 > self.slow_ms:
+        slow = (self.clock() - started) * 1000.0 > self.slow_ms
+        if slow and len(gc.get_objects(2)) >= gc.get_freeze_count():     # the heap doubled
             gc.freeze()
             self.freezes += 1

@@ -64,3 +64,24 @@ def test_garbage_of_the_moment_is_not_frozen():
         assert not any(id(o) in ids and isinstance(o, Node) for o in gc.get_objects())
     finally:
         guard.stop()
+
+
+def test_a_second_slow_collection_freezes_only_once_the_heap_doubled():
+    """A frozen object that later dies in a reference cycle is never freed (Textual's cached
+    lines do): freezing after every slow collection kept thousands a second.  Freezing again
+    needs as many new survivors as are frozen already: a handful of freezes a session."""
+    guard = FreezeAfterSlowCollection(slow_ms=15, clock=StepClock(1.0))
+    guard.start()
+    try:
+        gc.collect()
+        assert guard.freezes == 1
+        frozen = gc.get_freeze_count()
+        few = [[i] for i in range(100)]
+        gc.collect()
+        assert guard.freezes == 1, "a few new survivors: nothing more is frozen"
+        many = [[i] for i in range(frozen + 1000)]
+        gc.collect()
+        assert guard.freezes == 2 and gc.get_freeze_count() >= frozen + len(many) + len(few)
+    finally:
+        guard.stop()
+    assert gc.get_freeze_count() == 0
