@@ -97,15 +97,18 @@ def line_start_at_or_after(fh, pos: int) -> int:
         skipped += len(data)
 
 
-def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20) -> int:
+def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, numpy_from: int = 32 << 20) -> int:
     """Lines that end in ``[start, end)`` as the scanner counts them: "\\n", "\\r" and
     "\\r\\n" each end one (``start`` and ``end`` are line starts).
 
-    Why numpy: a later range's worker counts every line before it, and ``bytes.count`` of
-    one byte runs at about 1 GB/s here where numpy's compare-and-count runs at 5-6 GB/s
-    (0.15 s against 0.03 s for 150 MB: the worker that counts most then starts decoding
-    about a tenth of a second after the first)."""
-    import numpy as np
+    Why numpy from ``numpy_from`` bytes on: a later range's worker counts every line before
+    it, and ``bytes.count`` of one byte runs at about 1 GB/s here (a "\\r" in the chunk, as
+    progress bars print, costs two more passes) where numpy's compare-and-count runs at 5-6
+    GB/s (0.15-0.4 s against 0.03-0.1 s for 150 MB); below it (the probe's few MB) importing
+    numpy would cost more than it saves."""
+    fast = end - start >= numpy_from
+    if fast:
+        import numpy as np
     fh.seek(start)
     n = 0
     left = end - start
@@ -117,12 +120,18 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20) -> int:
         if not got:
             break
         left -= got
-        data = np.frombuffer(buf, np.uint8, got)
-        lf = data == 10
-        n += int(np.count_nonzero(lf))
-        if buf.find(b"\r", 0, got) >= 0:   # progress bars: a pass for it only where there is one
-            cr = data == 13
-            n += int(np.count_nonzero(cr)) - int(np.count_nonzero(cr[:-1] & lf[1:]))
+        has_cr = buf.find(b"\r", 0, got) >= 0   # progress bars: a pass for them only where there is one
+        if fast:
+            data = np.frombuffer(buf, np.uint8, got)
+            lf = data == 10
+            n += int(np.count_nonzero(lf))
+            if has_cr:
+                cr = data == 13
+                n += int(np.count_nonzero(cr)) - int(np.count_nonzero(cr[:-1] & lf[1:]))
+        else:
+            n += buf.count(b"\n", 0, got)
+            if has_cr:
+                n += buf.count(b"\r", 0, got) - buf.count(b"\r\n", 0, got)
         if last_cr and buf[0] == 10:
             n -= 1
         last_cr = buf[got - 1] == 13

@@ -211,14 +211,16 @@ def test_line_ends_counted_as_the_scanner_counts_them(tmp_path):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\r", b"\r\n"]), max_size=40), st.integers(1, 9))
-def test_line_ends_counted_across_any_chunking(parts, chunk):
-    """A "\\r\\n" cut between two chunks is one line end, each lone "\\r" one (numpy's pass)."""
+@given(st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\r", b"\r\n"]), max_size=40), st.integers(1, 9),
+       st.sampled_from([0, 1 << 30]))
+def test_line_ends_counted_across_any_chunking(parts, chunk, numpy_from):
+    """A "\\r\\n" cut between two chunks is one line end, each lone "\\r" one, counted by
+    numpy (a big span) or by ``bytes.count`` (a small one)."""
     import io
     import re
     data = b"".join(parts)
     expected = len(re.findall(rb"\r\n|\r|\n", data))
-    assert count_line_ends(io.BytesIO(data), 0, len(data), chunk=chunk) == expected
+    assert count_line_ends(io.BytesIO(data), 0, len(data), chunk, numpy_from) == expected
 
 
 def test_progress_bars_read_as_the_same_lines_with_plain_line_ends(tmp_path):
