@@ -246,6 +246,23 @@ def test_progress_bars_read_as_the_same_lines_with_plain_line_ends(tmp_path):
     assert seen == expected and len(one) == len(two) > 0
 
 
+def test_a_cached_block_call_holds_its_rows_own_problem():
+    """A found block's plain call, cached, holds the very problem object its catalog row is
+    keyed by (``BlockCache.share_problem``), so the row is found by identity and not by
+    comparing every field (the speed of an API trace); the catalog is the same either way."""
+    from miotui.formats.miopen.scan import LogScanner
+    text = generate_text(SampleSpec(format="trace55", iterations=3, seed=3, elapsed=False))
+    catalog = Catalog()
+    scanner = LogScanner(catalog)
+    scanner.feed(text.encode())
+    scanner.finish()
+    plain = [entry.events[0] for entry in scanner.block_cache.entries.values() if entry and entry.plain]
+    assert plain
+    for sighting in plain:
+        row = catalog.existing_row(sighting.problem)
+        assert row is not None and Catalog.problem_of(row) is sighting.problem
+
+
 def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
     text = generate_text(SampleSpec(format="command", iterations=4, seed=5, elapsed=False))
     path = tmp_path / "big.log"
