@@ -225,8 +225,9 @@ def test_line_ends_counted_across_any_chunking(parts, chunk, numpy_from):
 
 def test_progress_bars_read_as_the_same_lines_with_plain_line_ends(tmp_path):
     """A log with tqdm-style "\\r" progress bars (and a "\\r\\n" among them) decodes as the
-    same log with every line end "\\n": the "\\r"-ended pieces of a chunk are scanned as one
-    text (``LogScanner._process``), each piece still one line."""
+    same log with every line end "\\n", each "\\r"-ended piece one line (the benchmark's
+    Command-line log has such bars in every chunk; its line count is what the ranges'
+    line numbers rest on)."""
     import re
     text = generate_text(SampleSpec(format="command", iterations=3, seed=7, elapsed=False))
     lines = re.split(r"\r\n|\r|\n", text.rstrip("\n"))

@@ -238,8 +238,8 @@ class LogScanner:
         if "\r" not in text:
             self._process_range(text, 0, len(text))
             return
-        # "\r" and "\r\n" end lines too: the text is cut at each "\r" rather than rewritten
-        # (a two-character replace costs more than the rest of the scan)
+        # "\r" and "\r\n" end lines too: the text is handled in "\r"-ended pieces rather
+        # than rewritten (a two-character replace costs more than the rest of the scan)
         cr = text.find("\r")
         if text.startswith("\r\n", cr):  # CRLF line ends throughout: rewrite once
             text = text.replace("\r\n", "\n")
@@ -247,17 +247,12 @@ class LogScanner:
                 text = text.replace("\r", "\n")
             self._process_range(text, 0, len(text))
             return
-        # lone "\r"s (progress bars) and a "\r\n" here and there: the pieces joined into one
-        # text, scanned at once (a scan per piece settles every replayed call each time)
-        pieces = []
         start = 0
         while cr >= 0:
-            pieces.append(text[start:cr])
+            self._process_range(text, start, cr)
             start = cr + 2 if text.startswith("\n", cr + 1) else cr + 1
             cr = text.find("\r", start)
-        pieces.append(text[start:])
-        text = "\n".join(pieces)
-        self._process_range(text, 0, len(text))
+        self._process_range(text, start, len(text))
 
     def _process_timed(self, text: str) -> None:
         """Lines of a log with MIOpen's time fields: read without the fields, which move the
