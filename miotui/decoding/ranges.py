@@ -97,7 +97,7 @@ def line_start_at_or_after(fh, pos: int) -> int:
         skipped += len(data)
 
 
-def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, numpy_from: int = 32 << 20) -> int:
+def count_line_ends(fh, start: int, end: int, chunk: int = _READ, numpy_from: int = 32 << 20) -> int:
     """Lines that end in ``[start, end)`` as the scanner counts them: "\\n", "\\r" and
     "\\r\\n" each end one (``start`` and ``end`` are line starts).
 
@@ -105,7 +105,8 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, numpy_from: 
     it, and ``bytes.count`` of one byte runs at about 1 GB/s here (a "\\r" in the chunk, as
     progress bars print, costs two more passes) where numpy's compare-and-count runs at 5-6
     GB/s (0.15-0.4 s against 0.03-0.1 s for 150 MB); below it (the probe's few MB) importing
-    numpy would cost more than it saves."""
+    numpy would cost more than it saves.  Read in 1 MB chunks: as fast as 8 MB ones, and the
+    worker's peak memory grows by 2 MB for the count, not 16 (plus numpy's 10)."""
     fast = end - start >= numpy_from
     if fast:
         import numpy as np
@@ -115,6 +116,7 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, numpy_from: 
     last_cr = False
     buf = bytearray(min(chunk, max(left, 0)))
     view = memoryview(buf)
+    flags = np.empty(len(buf), bool) if fast else None
     while left > 0:
         got = fh.readinto(view[:min(chunk, left)])
         if not got:
@@ -123,9 +125,10 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, numpy_from: 
         has_cr = buf.find(b"\r", 0, got) >= 0   # progress bars: a pass for them only where there is one
         if fast:
             data = np.frombuffer(buf, np.uint8, got)
-            n += int(np.count_nonzero(data == 10))
+            hits = np.equal(data, 10, out=flags[:got])   # one buffer for the compare, not one per chunk
+            n += int(np.count_nonzero(hits))
             if has_cr:   # each "\\r" a line end, but for one a "\\n" follows
-                after = np.flatnonzero(data == 13) + 1
+                after = np.flatnonzero(np.equal(data, 13, out=flags[:got])) + 1
                 n += len(after) - int(np.count_nonzero(data[after[after < got]] == 10))
         else:
             n += buf.count(b"\n", 0, got)
