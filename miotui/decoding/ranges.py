@@ -122,7 +122,7 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, few_cr: int 
         cr = buf.find(b"\r", 0, got)
         seen = 0
         while cr >= 0 and seen < few_cr:   # each "\\r" a line end, but for one a "\\n" follows
-            n += buf[cr + 1:cr + 2] != b"\n" if cr + 1 < got else 1
+            n += cr + 1 == got or buf[cr + 1] != 10
             seen += 1
             cr = buf.find(b"\r", cr + 1, got)
         if cr >= 0:   # many: the rest counted in two passes
@@ -134,9 +134,9 @@ def count_line_ends(fh, start: int, end: int, chunk: int = 8 << 20, few_cr: int 
 
 
 #: counting a byte's line ends costs about this share of decoding it (CPU seconds for 530 MB of
-#: 1 GB logs: 0.22 s against 1.9 s of Command lines with progress bars, 0.13 s against 2.1 s of
-#: an API trace)
-COUNT_SHARE = 0.08
+#: 1 GB logs: 0.21-0.22 s against 1.8-1.9 s of Command lines with progress bars, 2.1-2.2 s of an
+#: API trace)
+COUNT_SHARE = 0.1
 #: a later range's fixed cost, in ``lookback``s decoded: its warm-up reads two (the file's
 #: head and the bytes before the range), and the rest (the count's start, a colder cache) about as much
 WARM_COST = 4
