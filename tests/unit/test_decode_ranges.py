@@ -210,6 +210,60 @@ def test_line_ends_counted_as_the_scanner_counts_them(tmp_path):
         assert line_start_at_or_after(fh, 0) == 0
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\r", b"\r\n"] + [b"\r"] * 3 + [b"\r\n"] * 3), max_size=300),
+       st.integers(1, 400), st.sampled_from([0, 2, 1024]))
+def test_line_ends_counted_across_any_chunking(parts, chunk, few_cr):
+    """A "\\r\\n" cut between two chunks is one line end, each lone "\\r" one, whether a
+    chunk's "\\r"s are looked at one by one or (past ``few_cr``) counted."""
+    import io
+    import re
+    data = b"".join(parts)
+    expected = len(re.findall(rb"\r\n|\r|\n", data))
+    assert count_line_ends(io.BytesIO(data), 0, len(data), chunk, few_cr) == expected
+
+
+def test_progress_bars_read_as_the_same_lines_with_plain_line_ends(tmp_path):
+    """A log with tqdm-style "\\r" progress bars (and a "\\r\\n" among them) decodes as the
+    same log with every line end "\\n", each "\\r"-ended piece one line (the benchmark's
+    Command-line log has such bars in every chunk; its line count is what the ranges'
+    line numbers rest on)."""
+    import re
+    text = generate_text(SampleSpec(format="command", iterations=3, seed=7, elapsed=False))
+    lines = re.split(r"\r\n|\r|\n", text.rstrip("\n"))
+    ends = ["\r" if i % 7 == 3 and lines[i + 1:i + 2] != [""] else "\r\n" if i % 53 == 5 else "\n"
+            for i in range(len(lines))]   # (a "\r" before an empty line's "\n" would be one "\r\n")
+    raw = "".join(line + end for line, end in zip(lines, ends, strict=True))
+    plain = "".join(line + "\n" for line in lines)
+    assert "\r" in raw and "\r\n" in raw
+    mixed, flat = tmp_path / "mixed.log", tmp_path / "flat.log"
+    mixed.write_text(raw, encoding="utf-8", newline="")
+    flat.write_text(plain, encoding="utf-8", newline="")
+    one, two = decode_paths([str(mixed)]), decode_paths([str(flat)])
+    assert one.lines == two.lines == len(lines) and one.bytes == two.bytes + raw.count("\r\n")
+    seen, expected = state(one), state(two)
+    for counts in (seen, expected):
+        counts.pop("counts")
+    assert seen == expected and len(one) == len(two) > 0
+
+
+def test_a_cached_block_call_holds_its_rows_own_problem():
+    """A found block's plain call, cached, holds the very problem object its catalog row is
+    keyed by (``BlockCache.share_problem``), so the row is found by identity and not by
+    comparing every field (the speed of an API trace); the catalog is the same either way."""
+    from miotui.formats.miopen.scan import LogScanner
+    text = generate_text(SampleSpec(format="trace55", iterations=3, seed=3, elapsed=False))
+    catalog = Catalog()
+    scanner = LogScanner(catalog)
+    scanner.feed(text.encode())
+    scanner.finish()
+    plain = [entry.events[0] for entry in scanner.block_cache.entries.values() if entry and entry.plain]
+    assert plain
+    for sighting in plain:
+        row = catalog.existing_row(sighting.problem)
+        assert row is not None and Catalog.problem_of(row) is sighting.problem
+
+
 def test_worker_processes_through_the_cli(tmp_path, capsys, monkeypatch):
     text = generate_text(SampleSpec(format="command", iterations=4, seed=5, elapsed=False))
     path = tmp_path / "big.log"

@@ -419,6 +419,7 @@ class LogScanner:
         if plain and not self.calls.held:
             # one plain call: what _apply and CallTracker.sighting would decide, without asking them
             self.calls.add(tid, events[0], n, _raw_of(n, raw))
+            self.block_cache.share_problem(events, self.sink.problem_of(self.calls.last_row[tid]))
         elif events:
             self._apply(events, tid, n, raw[0], _raw_of(n, raw))
         return after + 1
