@@ -41,6 +41,7 @@ from miotui.views.startup_model import (
     timeline_caption,
     what_logged,
 )
+from miotui.views.timing import cudnn_only
 from miotui.widgets.footer import KeyFooter
 from miotui.widgets.prerender import render_text
 
@@ -48,6 +49,9 @@ from miotui.widgets.prerender import render_text
 UNTIMED_HINT = ("No durations: this log has no clock. MIOPEN_ENABLE_LOGGING_ELAPSED_TIME=1 (or "
                 "MIOPEN_ENABLE_LOGGING_DATE_TIME=1) makes MIOpen time every line, and compiles, tuning and Finds "
                 "get their durations.")
+#: a cuDNN log: MIOpen's switches do not apply, and cuDNN logs no compile, tuning or Find
+CUDNN_UNTIMED_HINT = ("No durations: cuDNN logs no kernel compile, tuning search or Find. A PyTorch profiler "
+                      "trace of the same run beside the log (miotui LOG TRACE) places each layer's first call.")
 #: what to set when the log says nothing about its first iteration
 NOTHING_HINT = ("Nothing about the first iteration in this log yet. MIOPEN_LOG_LEVEL=5 logs each Find and "
                 "Find-Db miss and the tuning searches, 6 also each kernel compiled or loaded from the binary cache; "
@@ -182,6 +186,8 @@ class StartupScreen(Screen):
 
     def _notes(self, view: StartupView) -> Text:
         out = Text()
+        last = getattr(self.model, "last", None)
+        cudnn = cudnn_only(getattr(last, "formats", ()) or ())
         summary = self.model.time_summary
         if summary is not None:
             out.append("GPU time: ", style="bold")
@@ -189,9 +195,9 @@ class StartupScreen(Screen):
         if not view.anything:
             out.append("\n" if out.plain else "")
             out.append(t(NOTHING_HINT, "yellow"))
-        elif not view.totals.timed:
+        elif not view.totals.timed and not (cudnn and view.clock_source == "trace"):
             out.append("\n" if out.plain else "")
-            out.append(t(UNTIMED_HINT, "yellow"))
+            out.append(t(CUDNN_UNTIMED_HINT if cudnn else UNTIMED_HINT, "yellow"))
         if view.note:
             out.append("\n" if out.plain else "")
             out.append(t(view.note, "cyan"))

@@ -206,6 +206,7 @@ async def test_the_first_iteration_of_a_log_with_no_clock_is_on_the_traces_clock
         notes = " ".join(plain(screen.query_one("#startup-notes")).split())
         assert "17 layers are placed by their first call in the profiler trace" in notes
         assert "The trace may have begun after the run's first iteration" in notes
+        assert "MIOPEN_ENABLE_LOGGING" not in notes, "MIOpen's switches do not time a cuDNN log"
         timeline = plain(screen.query_one("#startup-timeline"))
         assert "GPU 1st" in timeline and "on the trace's clock" in " ".join(timeline.split())
         rows = [ln for ln in timeline.splitlines() if ln.split()[:1] and ln.split()[0].isdigit()]
