@@ -138,7 +138,7 @@ class _Row:
         return self._snapshot
 
 
-#: the type of a catalog's rows, for code that must tell a row from a value (``logs.ranges``)
+#: the type of a catalog's rows, for code that must tell a row from a value (``decoding.ranges``)
 LayerRow = _Row
 
 
@@ -162,7 +162,7 @@ class Catalog:
         self.startup = StartupLedger()
         #: GPU kernel time a trace measured, by time source (``profiler``): in all and under layers
         self.kernel_time: dict[str, KernelTime] = {}
-        #: what joining a trace to the log found, one line per trace (``logs.sources.join_traces``)
+        #: what joining a trace to the log found, one line per trace (``decoding.whole.join_traces``)
         self.joined: list[str] = []
         #: the log formats read into it, in the order first seen (``MIOpen``, ``cuDNN``): the
         #: status bar names them, the empty state says how to log the format it is waiting on

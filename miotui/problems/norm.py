@@ -31,7 +31,7 @@ NORM_MODES = {0: "elementwise affine", 1: "weight and bias", 2: "elementwise aff
 
 #: what MIOpen's Command line for a norm does not carry although the API block of the same call
 #: does (eps, and layer norm's first normalised dimension; T5 backward is logged as forward):
-#: the fields two forms of one call may disagree on (``logs.scan.call_signature``)
+#: the fields two forms of one call may disagree on (``formats.miopen.calls.call_signature``)
 _NORM_LOSSY = frozenset({"eps", "normalized_dim", "missing"})
 
 
