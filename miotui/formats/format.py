@@ -107,14 +107,24 @@ class FormatRegistry(tuple):
 
     def scanner_for(self, head: bytes, catalog: "Catalog", file: str = "") -> Scanner:
         """The scanner of the format ``head`` (a log's first bytes) is in; the catalog notes
-        the format's label (``Catalog.formats``: the status bar shows it) once there is text."""
+        the format's label (``Catalog.formats``: the status bar shows it) once there is text.
+        Where ``head`` holds the text of more than one log format (a MIOpen log and a cuDNN log
+        written to one file), every piece goes to each of their scanners: each reads its own
+        lines and passes over the other's, so no format's layers are lost."""
         fmt = self.choose(head)
         if fmt.scanner is None:   # a kernel trace read as a log: it has no layers of its own
             fmt = self.default
+        others = [f for f in self if f.role is Role.LOG and f is not fmt and f.scanner is not None
+                  and fmt.role is Role.LOG and f.claims(head)]
         if head:
-            catalog.formats.setdefault(fmt.label)
+            for chosen in (fmt, *others):
+                catalog.formats.setdefault(chosen.label)
         assert fmt.scanner is not None
-        return fmt.scanner(catalog, file)
+        first = fmt.scanner(catalog, file)
+        if not others:
+            return first
+        return MixedScanner(first, [f.scanner(UncountedCatalog(catalog), file) for f in others
+                                    if f.scanner is not None])
 
     def format_of(self, sources: Iterable[str]) -> Format:
         """The format a layer seen in ``sources`` (its snapshot's) was read from: the first
@@ -143,3 +153,44 @@ class FormatRegistry(tuple):
                 if label is not None:
                     return label
         return None
+
+
+class UncountedCatalog:
+    """A catalog as a second scanner of the same text sees it: the first scanner counts the
+    bytes and lines read and says when the input ended; everything else goes through."""
+
+    def __init__(self, catalog: "Catalog") -> None:
+        self._catalog = catalog
+
+    def __getattr__(self, name: str):
+        return getattr(self._catalog, name)
+
+    def read_bytes(self, count: int) -> None:
+        pass
+
+    def read_lines(self, count: int) -> None:
+        pass
+
+    def input_ended(self) -> None:
+        pass
+
+
+class MixedScanner:
+    """Several log formats in one file: each piece is fed to every format's scanner in turn
+    (each skips the other's lines, as it skips a framework's chatter), the first one counting
+    the input.  Line numbers agree, as every scanner sees every line."""
+
+    def __init__(self, first: Scanner, others: list) -> None:
+        self.scanners = [first, *others]
+
+    @property
+    def line_no(self) -> int:
+        return getattr(self.scanners[0], "line_no", 0)
+
+    def feed(self, data: bytes) -> None:
+        for scanner in self.scanners:
+            scanner.feed(data)
+
+    def finish(self) -> None:
+        for scanner in self.scanners:
+            scanner.finish()

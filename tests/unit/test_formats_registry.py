@@ -118,3 +118,31 @@ def test_a_layer_knows_the_format_it_came_from():
     assert FORMATS.format_of(set(cudnn.sources) | {"torch-profiler"}) is cudnn
     assert FORMATS.translation(cudnn.sources) == cudnn.translation and cudnn.translation
     assert FORMATS.translation({"api-trace"}) is None
+
+
+@pytest.mark.parametrize("miopen_first", [True, False])
+def test_a_file_holding_two_log_formats_gives_both_formats_layers(tmp_path, miopen_first):
+    """A MIOpen log and a cuDNN log written to one file: the first chunk is claimed by both, and
+    each format's layers are read (the cuDNN one alone was chosen before, and MIOpen's 120
+    layers were passed over without a word).  Lines and bytes are counted once."""
+    import gzip
+
+    from miotui.decoding.whole import decode_paths
+    miopen = (ROOT / "miotui" / "samples" / "resnet50_demo.log").read_bytes()
+    with gzip.open(DATA / "profiler" / "joined_cudnn.log.gz", "rb") as fh:
+        cudnn = b"".join(fh.readline() for _ in range(3000))
+    alone = {name: decode_paths([str(_write(tmp_path / f"{name}.log", text))])
+             for name, text in (("miopen", miopen), ("cudnn", cudnn))}
+    both = _write(tmp_path / "both.log", miopen + cudnn if miopen_first else cudnn + miopen)
+    cat = decode_paths([str(both)])
+    want = {s.problem for c in alone.values() for s in c.layers()}
+    assert {s.problem for s in cat.layers()} == want and len(want) == 121
+    data = both.read_bytes()   # once, not per scanner (MIOpen's counts a lone \r as a line end too)
+    assert abs(cat.lines - data.count(b"\n")) <= data.count(b"\r")
+    assert cat.bytes == len(miopen) + len(cudnn)
+    assert set(cat.formats) == {"MIOpen", "cuDNN"}
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
