@@ -146,3 +146,18 @@ def test_a_file_holding_two_log_formats_gives_both_formats_layers(tmp_path, miop
 def _write(path, data: bytes):
     path.write_bytes(data)
     return path
+
+
+def test_lines_of_several_files_of_one_format_add_up(tmp_path):
+    """The cuDNN and profiler scanners tell the catalog the lines each piece added (it set its
+    count to the last file's alone: two cuDNN files read as one file's lines)."""
+    import gzip
+
+    from miotui.decoding.whole import decode_paths
+    with gzip.open(DATA / "profiler" / "joined_cudnn.log.gz", "rb") as fh:
+        text = b"".join(fh.readline() for _ in range(2000))
+    paths = [str(_write(tmp_path / f"rank{i}.log", text)) for i in range(2)]
+    one = decode_paths(paths[:1])
+    two = decode_paths(paths)
+    assert one.lines == text.count(b"\n") and two.lines == 2 * one.lines
+    assert two.bytes == 2 * len(text)
