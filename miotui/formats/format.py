@@ -111,11 +111,11 @@ class FormatRegistry(tuple):
         Where ``head`` holds the text of more than one log format (a MIOpen log and a cuDNN log
         written to one file), every piece goes to each of their scanners: each reads its own
         lines and passes over the other's, so no format's layers are lost."""
-        fmt = self.choose(head)
+        claiming = [f for f in self._asked() if f.claims(head)]   # each format asked once
+        fmt = claiming[0] if claiming else self.default
         if fmt.scanner is None:   # a kernel trace read as a log: it has no layers of its own
             fmt = self.default
-        others = [f for f in self if f.role is Role.LOG and f is not fmt and f.scanner is not None
-                  and fmt.role is Role.LOG and f.claims(head)]
+        others = [f for f in claiming if f is not fmt and f.role is Role.LOG and fmt.role is Role.LOG]
         if head:
             for chosen in (fmt, *others):
                 catalog.formats.setdefault(chosen.label)
