@@ -11,10 +11,11 @@ import csv
 from typing import IO, Any, Optional
 
 from miotui import export
-from miotui.decode_output import ms_text, shape_text
+from miotui.decode_output import shape_text
 from miotui.diff import Comparison, LayerFacts, Pair, Side, ratio_text
 from miotui.safe_text import visible
 from miotui.text_table import TextTable
+from miotui.views.units import ms_text
 
 FORMATS = ("table", "json", "csv")
 

@@ -20,13 +20,14 @@ import shlex
 from typing import Optional
 
 from miotui import repro_torch
-from miotui.decode_output import ms_text, shape_text, startup_text
+from miotui.decode_output import shape_text, startup_text
 from miotui.diff import Comparison, LayerFacts, Pair, Side
 from miotui.driver import DriverCommandError, to_driver_argv
 from miotui.driver.versions import DriverVersionError, resolve_driver_version, version_from_output, version_text
 from miotui.output_file import write_output
 from miotui.safe_text import visible
 from miotui.startup import counted
+from miotui.views.units import ms_text
 
 #: bytes of each file's head read for its versions
 VERSION_HEAD_BYTES = 4 << 20

@@ -18,10 +18,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from miotui.decode_output import ms_text, shape_text, startup_text
+from miotui.decode_output import shape_text, startup_text
 from miotui.diff import Comparison, LayerFacts, Pair
 from miotui.diff_output import pair_cells, side_line
 from miotui.safe_text import visible
+from miotui.views.units import ms_text
 
 #: the table's columns: (title, index into ``pair_cells``)
 COLUMNS = (("#", 0), ("status", 1), ("op", 2), ("dir", 3), ("shape", 5), ("old ms/call", 6), ("new ms/call", 7),
