@@ -24,8 +24,6 @@ FORMATS = FormatRegistry([
 by_name = FORMATS.by_name
 claimed = FORMATS.claimed
 choose = FORMATS.choose
-told = FORMATS.told
 scanner_for = FORMATS.scanner_for
 
-__all__ = ["FORMATS", "Format", "FormatRegistry", "Role", "Scanner", "by_name", "claimed", "choose", "told",
-           "scanner_for"]
+__all__ = ["FORMATS", "Format", "FormatRegistry", "Role", "Scanner", "by_name", "claimed", "choose", "scanner_for"]
