@@ -15,11 +15,6 @@ NAME = "cudnn"
 TRANSLATION = "translated from cuDNN: the same problem for MIOpenDriver, to run it on AMD"
 
 
-def from_cudnn(sources) -> bool:
-    """Whether a layer seen in ``sources`` (its snapshot's) came from a cuDNN log."""
-    return any(s in SOURCES for s in sources)
-
-
 #: a line cuDNN wrote: a record mark (``I!`` headers, ``i!`` fields, warnings, errors) at its start
 LINE_PATTERN = r"^[IiWwEe]! "
 
@@ -27,5 +22,5 @@ FORMAT = Format(NAME, "cuDNN", Role.LOG, looks_like_cudnn, CudnnScanner, sources
                 line_pattern=LINE_PATTERN)
 
 
-__all__ = ["FORMAT", "NAME", "SOURCES", "TRANSLATION", "from_cudnn", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
+__all__ = ["FORMAT", "NAME", "SOURCES", "TRANSLATION", "CudnnScanner", "CudnnStats", "decode_cudnn_bytes",
            "looks_like_cudnn"]
