@@ -277,3 +277,104 @@ def test_long_runs_of_call_lines_decode_the_same_both_ways(calls, iterations, be
             lines += _PIECES[between[it % len(between)]]
     data = ("\n".join(lines) + "\n").encode()
     assert decode(data, True, chunks)[0] == decode(data, False)[0]
+
+
+# ---------------------------------------------------------------- stretches (``stretches``)
+
+def _call(n: int, tid: str = "") -> str:
+    lead = f"{tid} " if tid else ""
+    return (f"{lead}MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n {n} -c 16 -H 14 -W 14 -k 32 "
+            "-y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1")
+
+
+def _training_log(iteration: list[int], iterations: int, between: dict[int, list[str]],
+                  changed: dict[int, int] | None = None, line_end: str = "\n") -> bytes:
+    """``iterations`` of the same calls (``iteration``: call numbers; 100 and more: thread 7),
+    ``between[i]``'s lines after iteration ``i``, iteration ``i`` with its first call
+    replaced by call ``changed[i]``."""
+    lines = []
+    for it in range(iterations):
+        calls = list(iteration)
+        if changed and it in changed:
+            calls[0] = changed[it]
+        lines += [_call(n % 100 + 1, "7" if n >= 100 else "") for n in calls]
+        lines += between.get(it, [])
+    return (line_end.join(lines) + line_end).encode()
+
+
+def _scan(data: bytes, fast: bool, chunk: int) -> tuple[dict, LogScanner]:
+    catalog = Catalog()
+    scanner = LogScanner(catalog)
+    scanner.whole_blocks = scanner.repeat_lines = fast
+    for pos in range(0, len(data), chunk):
+        scanner.feed(data[pos:pos + chunk])
+    scanner.finish()
+    out = json.loads(render(catalog, "json"))
+    del out["stats"]["seconds"]
+    return out, scanner
+
+
+_ITERATION = [1, 2, 3, 1, 2, 4, 5, 6, 7, 8] * 12 + [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+
+
+def test_a_repeating_command_log_is_replayed_by_stretches_and_decodes_the_same():
+    bar = ["Epoch 0:   3%|3         | 1/40 [00:00<00:02, 3.1it/s]\rEpoch 0:   5%|5         | 2/40"]
+    data = _training_log(_ITERATION, 60, {i: bar for i in range(0, 60, 3)})
+    expected, _ = _scan(data, False, 1 << 20)
+    for chunk in (4096, 65_536, 1 << 20):
+        got, scanner = _scan(data, True, chunk)
+        assert got == expected
+        # the stretches' path was taken where a chunk holds a run long enough to pick an anchor in
+        assert scanner.stretches.hits > 20 or chunk < 30_000, chunk
+    assert expected["layers"] and sum(layer["executions"] for layer in expected["layers"]) == 60 * len(_ITERATION)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 119), min_size=40, max_size=140), st.integers(4, 30),
+       st.dictionaries(st.integers(0, 29), st.integers(0, len(_PIECES) - 1), max_size=4),
+       st.dictionaries(st.integers(0, 29), st.integers(0, 119), max_size=3),
+       st.sampled_from(["\n", "\r\n"]), st.sampled_from([997, 65_536, 200_000, 1 << 20]))
+def test_training_logs_with_interruptions_decode_the_same_with_stretches(iteration, iterations, between, changed,
+                                                                         line_end, chunk):
+    """Iterations of the same calls (two threads), some interrupted (a Find, a progress bar, an
+    API block, an orphaned half) or changed: stretches replayed must give the line path's catalog."""
+    data = _training_log(iteration, iterations, {i: _PIECES[p] for i, p in between.items()}, changed, line_end)
+    assert _scan(data, True, chunk)[0] == _scan(data, False, 1 << 20)[0]
+
+
+def test_the_stretch_checks_fail_for_the_bugs_they_catch(monkeypatch):
+    """The comparison above must be able to fail: a stretch that moves the line count by one
+    too few changes the catalog (an API block of the anchor's call just before it, whose second
+    form the anchor line is, goes the line way)."""
+    from miotui.formats.miopen import scan
+    anchor_first = [7] + [1, 2, 3, 4, 5, 6, 8, 9, 10] * 30   # call 7 (-n 8) the rarest: the anchor
+    data = _training_log(anchor_first, 60, {40: conv()})     # conv(): an API block of the -n 8 call
+    expected, _ = _scan(data, False, 1 << 20)
+    got, scanner = _scan(data, True, 200_000)
+    assert got == expected and scanner.stretches.hits > 20
+
+    class ShortStretch(scan.Stretch):
+        def __init__(self, plan, lines, last_line):
+            super().__init__(plan, lines - 1, last_line)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(scan, "Stretch", ShortStretch)
+        assert _scan(data, True, 200_000)[0] != expected
+
+
+def test_a_stretch_is_not_replayed_where_its_thread_is_in_a_block_or_a_find():
+    """The state check of ``replay_plan``: a thread whose current call is an API block's (the
+    anchor line would be its second form) or which has a Find open goes the line way."""
+    data = _training_log([7] + [1, 2, 3, 4, 5, 6, 8, 9, 10] * 30, 20, {})
+    _, scanner = _scan(data, True, 200_000)
+    stretch = next(iter(scanner.stretches.by_text.values()))
+    plan, calls = stretch.plan, scanner.calls
+    tid, plain = plan.last_of[0]
+    calls.pending[tid] = [(plain.problem, plain.role, {"api-trace"})]
+    assert not scanner.replay.replay_plan(plan, 1)
+    del calls.pending[tid]
+    calls.find_open[tid] = []
+    assert not scanner.replay.replay_plan(plan, 1)
+    del calls.find_open[tid]
+    assert plan.times == 0 and not scanner.replay.unsettled_plans
+    assert scanner.replay.replay_plan(plan, 1) and plan.times == 1

@@ -30,7 +30,7 @@ it updates the call tracker's per-thread state (``calls.CallTracker``) and the l
 from __future__ import annotations
 
 from collections import Counter
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Optional
 
 from miotui.catalog import Catalog
@@ -44,6 +44,7 @@ from miotui.formats.miopen.sink import CatalogSink
 PLAIN = 100
 
 _tid_of = attrgetter("tid")
+_times_of = itemgetter(1)
 #: whether a row's latest values are these (``Catalog.has_latest``, which needs no catalog
 #: instance: bound once, as every repeated level line asks it)
 _has_latest = Catalog.has_latest
@@ -88,6 +89,8 @@ class LineReplay:
         #: replay plain lines (False: every line the general way; both give the same catalog)
         self.enabled = True
         self.unsettled: list[PlainLine] = []
+        #: runs replayed by their plan whose calls are not yet on their rows
+        self.unsettled_plans: list[RunPlan] = []
 
     def register_command(self, line: str, c: tuple, tid: str, events: list[Event]) -> None:
         """After the general path handled Command line ``line``: remember it as plain if it
@@ -198,42 +201,80 @@ class LineReplay:
         plain.last = n
         self._last_row[plain.tid] = plain.row
 
-    def replay_run(self, run: list, first: int) -> bool:
+    def replay_run(self, run: list, first: int) -> Optional["RunPlan"]:
         """A run of Command lines, each a call of its own (``run``: their ``PlainLine`` in
         order, the first on line ``first``), replayed at once: the calls counted per line,
         the last line of each, each thread's current call the run's last one of that thread,
         exactly what ``replay_call`` does line by line.  A command log is such runs between
         its other lines, so a run costs a few C-level passes instead of a Python step per
-        line.  False, with nothing done, when a thread's state is not the common one."""
+        line.  The run's plan (to replay the same run again, ``replay_plan``), or None, with
+        nothing done, when a thread's state is not the common one."""
+        plan = RunPlan(run)
+        return plan if self.replay_plan(plan, first) else None
+
+    def replay_plan(self, plan: "RunPlan", first: int) -> bool:
+        """The run ``plan`` was made of, again, its first line on line ``first``: what
+        ``replay_run`` does, in a step per thread; the counts wait in the plan for ``settle``.
+        False, with nothing done, when a thread's state is not the common one."""
         pending, find_open = self._pending, self._find_open
-        last_of = dict(zip(map(_tid_of, run), run, strict=True))     # each thread's last call in the run
-        for tid in last_of:
+        for tid, _plain in plan.last_of:
             cur = pending.get(tid)
             if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
                 return False
-        last_at = dict(zip(run, range(first, first + len(run)), strict=True))
-        unsettled = self.unsettled
-        for plain, times in Counter(run).items():     # first-seen order, as line by line
+        last_row = self._last_row
+        for tid, plain in plan.last_of:
+            # the thread's current call is its last in the run, a call of the Command line alone
+            # (another plain line's ``sources`` is set again before it is current: ``replay_call``)
             sources = plain.sources
             if len(sources) != 1 or "command" not in sources:
                 sources.clear()
                 sources.add("command")
-            plain.count += times
-            plain.last = last_at[plain]
-            if not plain.queued:
-                plain.queued = True
-                unsettled.append(plain)
-        last_row = self._last_row
-        for tid, plain in last_of.items():
             pending[tid] = plain.pending
             last_row[tid] = plain.row
+        plan.times += 1
+        plan.first = first
+        if not plan.queued:
+            plan.queued = True
+            self.unsettled_plans.append(plan)
         return True
 
     def settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
         unsettled = self.unsettled
-        self.sink.count_again_all([(plain.row, plain.role, plain.last, plain.count) for plain in unsettled])
+        calls = [(plain.row, plain.role, plain.last, plain.count) for plain in unsettled]
         for plain in unsettled:
             plain.count = 0
             plain.queued = False
         unsettled.clear()
+        for plan in self.unsettled_plans:   # each run replayed ``times`` times, the last from line ``first``
+            first, times = plan.first, plan.times
+            calls += [(plain.row, plain.role, first + last, count * times) for plain, count, last in plan.calls]
+            plan.times = 0
+            plan.queued = False
+        self.unsettled_plans.clear()
+        self.sink.count_again_all(calls)
+
+
+class RunPlan:
+    """What replaying one run of plain Command lines does (``LineReplay.replay_run``), worked
+    out once so that the same run met again costs a step per thread (``replay_plan``):
+    ``calls``: each line's ``PlainLine``, the times it is in the run and where in the run it
+    last is, in first-seen order; ``last_of``: each thread's last ``PlainLine`` in the run.
+    ``times``/``first``: runs replayed from this plan not yet added to the rows (``settle``),
+    the last of them from line ``first``."""
+
+    __slots__ = ("calls", "last_of", "times", "first", "queued")
+
+    def __init__(self, run: list[PlainLine]) -> None:
+        last_at = dict(zip(run, range(len(run)), strict=True))
+        self.calls = tuple((plain, count, last_at[plain]) for plain, count in Counter(run).items())
+        self.last_of = tuple(dict(zip(map(_tid_of, run), run, strict=True)).items())
+        self.times = 0
+        self.first = 0
+        self.queued = False
+
+    def rarest(self) -> int:
+        """Where in the run the line it holds fewest times last is (the first such line): the
+        line a scanner cuts stretches at (``stretches``), about once per training iteration
+        where the run is one iteration or more."""
+        return min(self.calls, key=_times_of)[2]

@@ -51,6 +51,7 @@ from miotui.formats.miopen.lines import (
 from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, LineReplay
 from miotui.formats.miopen.sink import CatalogSink
 from miotui.formats.miopen.startup_lines import has_clock, read_perf_record, read_startup_line
+from miotui.formats.miopen.stretches import Stretch, StretchCache
 from miotui.formats.miopen.whole_blocks import MAX_BLOCK_LINES, BlockCache
 from miotui.sources import MAX_LINE
 
@@ -58,6 +59,8 @@ __all__ = ["LogScanner", "LINE_CACHE_SIZE", "LINE_CACHE_CHARS", "MIN_RUN"]
 
 #: the shortest run of repeated Command lines replayed at once (shorter: line by line)
 MIN_RUN = 16
+#: the shortest run of repeated Command lines an anchor of stretches is picked in (``stretches``)
+ANCHOR_RUN = 256
 
 
 class _Block:
@@ -114,6 +117,7 @@ class LogScanner:
         self.cat = CatJoiner()
         self.block_cache = BlockCache()
         self.replay = LineReplay(self.calls, self.lines, self.sink)
+        self.stretches = StretchCache()
 
     @property
     def catalog(self) -> Catalog:
@@ -169,12 +173,16 @@ class LogScanner:
             if data[cut] == 10 and cut > 0 and data[cut - 1] == 13:  # "\r\n" is one line end
                 cut -= 1
             self._process(memoryview(data)[:cut])  # decoded in place, not copied first
+            if self.replay.unsettled_plans:   # stretches replayed by their plan (``_process_text``)
+                self.replay.settle()
 
     def finish(self) -> None:
         """End of input: the last unterminated line counts, open blocks are cut short."""
         with self.sink.writing():
             if self._carry and self._carry != b"\r":
                 self._process(self._carry)
+                if self.replay.unsettled_plans:
+                    self.replay.settle()
             self._carry = b""
             why = cut_at_the_end(self._last_line, self.driver.run_open)
             text = self.driver.held or ""
@@ -214,11 +222,12 @@ class LogScanner:
         this scanner met are carried over (``Catalog.carry_rows``) and its caches, which hold
         rows, start empty (but for the text lines it quieted)."""
         with self.sink.writing():
-            if self.replay.unsettled:
+            if self.replay.unsettled or self.replay.unsettled_plans:
                 self.replay.settle()
             self.calls.moved(self.sink.move_to(catalog))
             self.lines.restart()
             self.block_cache.clear()
+            self.stretches.clear()
             self.startup.clock_unknown = bool(self._timed)
 
     @staticmethod
@@ -297,7 +306,64 @@ class LogScanner:
                 pos = after
             if pos > end:  # the last block ended the text
                 return
-        self._process_lines(text[pos:end].split("\n"))
+        self._process_text(text, pos, end)
+
+    def _process_text(self, text: str, pos: int, end: int) -> None:
+        """The lines of ``text[pos:end]`` (no API block among them), cut into stretches at
+        the anchor line where there is one (``stretches``): a stretch met before is replayed
+        whole (``_stretch``), the rest line by line."""
+        stretches = self.stretches
+        anchor = stretches.anchor
+        if anchor is None or not self.replay.enabled:
+            self._process_lines(text[pos:end].split("\n"))
+            return
+        marker = stretches.marker
+        if text.startswith(anchor, pos, end):
+            start = pos
+        else:
+            start = text.find(marker, pos, end) + 1
+            if start <= 0:
+                self._process_lines(text[pos:end].split("\n"))
+                return
+            self._process_lines(text[pos:start - 1].split("\n"))
+        while True:   # text[start:] begins with the anchor line
+            after = text.find(marker, start + len(anchor) - 1, end) + 1
+            if not after and end == len(text):   # cut by the end of the chunk: not a stretch met again
+                self._process_lines(text[start:end].split("\n"))
+                return
+            stop = after or text.rfind("\n", start, end) + 1     # the stretch's whole lines
+            self._stretch(text[start:stop])
+            if not after:   # the stretch ends at a "\r" (a progress bar's)
+                self._process_lines(text[stop:end].split("\n"))
+                return
+            start = after
+
+    def _stretch(self, text: str) -> None:
+        """Whole lines (``text`` ends with their last "\\n") from the anchor line to the next:
+        replayed by the plan of the same text met before, else line by line (and their plan
+        kept where they were all plain Command lines replayed as one run)."""
+        stretches = self.stretches
+        known = stretches.get(text)
+        if known is not None and self._routing_is_common() and self.replay.replay_plan(known.plan, self.line_no + 1):
+            self.line_no += known.lines
+            self.sink.read_lines(known.lines)
+            self._last_line = known.last_line
+            stretches.hit()
+            return
+        lines = text.split("\n")
+        lines.pop()   # the "" after the last "\n"
+        if known is None and len(lines) >= MIN_RUN and self._routing_is_common():
+            run = list(map(self.lines.calls.get, lines))
+            if None not in run:
+                plan = self.replay.replay_run(run, self.line_no + 1)
+                if plan is not None:
+                    self.line_no += len(lines)
+                    self.sink.read_lines(len(lines))
+                    self._last_line = lines[-1]
+                    stretches.keep(text, Stretch(plan, len(lines), lines[-1]))
+                    return
+        stretches.miss(self.line_no)
+        self._process_lines(lines)
 
     def _process_lines(self, lines: list[str]) -> None:
         """Lines one by one, except runs of repeated Command lines that are calls of their own
@@ -306,35 +372,33 @@ class LogScanner:
         if not by_text or len(lines) < 256:
             self._each_line(lines)
             return
-        known = list(map(by_text.__contains__, lines))
-        if sum(known) < 0.75 * len(lines):   # level-6 logs: a call line, then its info line
+        run = list(map(by_text.get, lines))      # each line's plain call, or None
+        end = len(lines)
+        if run.count(None) > end // 4:   # level-6 logs: a call line, then its info line
             self._each_line(lines)
             return
         start = i = 0
-        end = len(lines)
         while i < end:
             try:
-                j = known.index(True, i)
-            except ValueError:
-                break
-            try:
-                k = known.index(False, j)
+                k = run.index(None, i)    # lines[i:k] are known calls
             except ValueError:
                 k = end
-            if k - j < MIN_RUN:
-                i = k
-                continue
-            if j > start:
-                self._each_line(lines[start:j])
-            run = list(map(by_text.get, lines[j:k]))
-            if None not in run and self._routing_is_common() and self.replay.replay_run(run, self.line_no + 1):
-                self.line_no += k - j
-                self.sink.read_lines(k - j)
-                self._last_line = lines[k - 1]
-            else:   # the first line the general way, then look again
-                k = j + 1
-                self._each_line(lines[j:k])
-            start = i = k
+            if k - i >= MIN_RUN:
+                if i > start:
+                    self._each_line(lines[start:i])
+                plan = self.replay.replay_run(run[i:k], self.line_no + 1) if self._routing_is_common() else None
+                if plan is not None:
+                    if k - i >= ANCHOR_RUN and self.stretches.may_pick(self.line_no):
+                        self.stretches.pick(lines[i + plan.rarest()])
+                    self.line_no += k - i
+                    self.sink.read_lines(k - i)
+                    self._last_line = lines[k - 1]
+                    start = k
+                else:   # the first line the general way, then look again
+                    self._each_line(lines[i:i + 1])
+                    start = i = i + 1
+                    continue
+            i = k + 1
         if start < end:
             self._each_line(lines[start:])
         if self.replay.unsettled:
