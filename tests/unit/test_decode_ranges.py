@@ -319,3 +319,24 @@ def test_the_bare_prefix_takes_the_fast_path():
         assert general[0].startswith(fast[0])
         assert [float(f) for f in general[1].fields[:-1]] == [float(f) for f in fast[1].fields]
         assert "MIOpenDriver conv" in fast[0]
+
+
+def test_a_command_log_replayed_by_stretches_splits_the_same(tmp_path):
+    """A Command-line log big enough that each range replays its iterations by their text
+    (``formats.miopen.stretches``: a range's warm-up starts a fresh cache): the ranges give the
+    serial catalog, and the serial scan did take that path."""
+    from miotui.formats.miopen.scan import LogScanner
+    text = generate_text(SampleSpec(format="command", size=6_000_000, seed=5))
+    path = tmp_path / "train.log"
+    path.write_text(text, encoding="utf-8")
+    serial = decode_paths([str(path)])
+    scanner = LogScanner(Catalog())
+    data = path.read_bytes()
+    for pos in range(0, len(data), 1 << 20):
+        scanner.feed(data[pos:pos + (1 << 20)])
+    assert scanner.stretches.hits > 50
+    size = len(data)
+    for cuts in ([size // 2], [size // 3, 2 * size // 3 + 11]):
+        result = decode_ranges_here(str(path), ranges_at(str(path), cuts, lookback=1 << 20))
+        assert result is not None
+        assert_same(serial, result)

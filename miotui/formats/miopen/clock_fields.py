@@ -129,9 +129,9 @@ def lift_fast(text: str) -> Optional[tuple[str, ChunkFields]]:
     # the spelling of the chunk's first prefix (each spelling but the last starts with the last)
     word = next(w for w in PREFIX_WORDS if text.startswith(w, at))
     split = word + " " if word == PREFIX_WORDS[-1] else word
-    if text.count("MIOpen") != text.count(split) + text.count(_DRIVER):
-        return None
     head, *pieces = text.split(split)
+    if text.count("MIOpen") != len(pieces) + text.count(_DRIVER):   # another spelling too
+        return None
     parts = list(map(str.partition, pieces, [": "] * len(pieces)))
     fields = list(map(_first, parts))
     joined = "\n".join(fields)

@@ -241,44 +241,50 @@ class LogScanner:
             self._timed = has_clock(text)
             if self._timed:
                 self.sink.log_is_timed()
-        if self._timed:
-            self._process_timed(text)
+        timed = self._timed
+        if timed and not self.whole_blocks:
+            self._process_timed_lines(text)
             return
+        read = self._process_lifted if timed else self._process_range
         if "\r" not in text:
-            self._process_range(text, 0, len(text))
+            read(text, 0, len(text))
             return
         # "\r" and "\r\n" end lines too: the text is handled in "\r"-ended pieces rather
-        # than rewritten (a two-character replace costs more than the rest of the scan)
+        # than rewritten (a two-character replace costs more than the rest of the scan); a
+        # piece between progress bars' "\r"s is then often one iteration's lines (``_process_text``)
         cr = text.find("\r")
         if text.startswith("\r\n", cr):  # CRLF line ends throughout: rewrite once
             text = text.replace("\r\n", "\n")
             if "\r" in text:  # each CR left ends a line ("\r\r\n" became "\r\n": two ends)
                 text = text.replace("\r", "\n")
-            self._process_range(text, 0, len(text))
+            read(text, 0, len(text))
             return
         start = 0
         while cr >= 0:
-            self._process_range(text, start, cr)
+            read(text, start, cr, at_cr=True)
             start = cr + 2 if text.startswith("\n", cr + 1) else cr + 1
             cr = text.find("\r", start)
-        self._process_range(text, start, len(text))
+        read(text, start, len(text))
 
-    def _process_timed(self, text: str) -> None:
-        """Lines of a log with MIOpen's time fields: read without the fields, which move the
-        clock (``clock_fields``); line by line when the fast paths are off (the reference)."""
-        if "\r" in text:   # "\r\n" and a lone "\r" each end a line
+    def _process_timed_lines(self, text: str) -> None:
+        """Lines of a log with MIOpen's time fields when the fast paths are off (the reference):
+        each line read without its fields, which move the clock first (``clock_fields``)."""
+        if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if self.whole_blocks:
-            text, fields = lift(text)
-            self.startup.clock_chunk(fields, self.line_no)
-            self._process_range(text, 0, len(text))
-            self.startup.clock_chunk_done()
-            return
         for raw in text.split("\n"):
             line, fields = strip_line(raw)
             self.startup.clock_line(fields)
             self._process_lines([line])
-    def _process_range(self, text: str, pos: int, end: int) -> None:
+
+    def _process_lifted(self, text: str, pos: int, end: int, at_cr: bool = False) -> None:
+        """The lines of ``text[pos:end]`` of a timed log: read without their time fields
+        (``clock_fields.lift``), which move the clock."""
+        text, fields = lift(text[pos:end] if pos or end < len(text) else text)
+        self.startup.clock_chunk(fields, self.line_no)
+        self._process_range(text, 0, len(text), at_cr)
+        self.startup.clock_chunk_done()
+
+    def _process_range(self, text: str, pos: int, end: int, at_cr: bool = False) -> None:
         """The lines of ``text[pos:end]``: each API block whose text was seen before is
         handled as one unit (``_whole_block``), the other lines one by one.
 
@@ -306,12 +312,13 @@ class LogScanner:
                 pos = after
             if pos > end:  # the last block ended the text
                 return
-        self._process_text(text, pos, end)
+        self._process_text(text, pos, end, at_cr)
 
-    def _process_text(self, text: str, pos: int, end: int) -> None:
+    def _process_text(self, text: str, pos: int, end: int, at_cr: bool) -> None:
         """The lines of ``text[pos:end]`` (no API block among them), cut into stretches at
         the anchor line where there is one (``stretches``): a stretch met before is replayed
-        whole (``_stretch``), the rest line by line."""
+        whole (``_stretch``), the rest line by line.  ``at_cr``: the text ends at a "\\r" (a
+        progress bar's, which may come once per iteration), not where the chunk was cut."""
         stretches = self.stretches
         anchor = stretches.anchor
         if anchor is None or not self.replay.enabled:
@@ -328,7 +335,7 @@ class LogScanner:
             self._process_lines(text[pos:start - 1].split("\n"))
         while True:   # text[start:] begins with the anchor line
             after = text.find(marker, start + len(anchor) - 1, end) + 1
-            if not after and end == len(text):   # cut by the end of the chunk: not a stretch met again
+            if not after and not at_cr:   # cut by the end of the chunk: not a stretch met again
                 self._process_lines(text[start:end].split("\n"))
                 return
             stop = after or text.rfind("\n", start, end) + 1     # the stretch's whole lines
