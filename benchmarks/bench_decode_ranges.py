@@ -14,7 +14,7 @@ and the time is the serial one).  Peak memory: the parent's and the largest work
 Logs are generated once (``miotui.samplegen``) under ``benchmarks/out/`` (git-ignored)::
 
     python benchmarks/bench_decode_ranges.py --size 200M
-    python benchmarks/bench_decode_ranges.py --size 1G --repeat 3
+    python benchmarks/bench_decode_ranges.py --size 1G --repeat 3 --info
 """
 
 from __future__ import annotations
@@ -120,10 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-prefix", dest="prefix", action="store_false",
                     help="leave out the MIOpen: / MIOpen(HIP): comparison (timed Command-line logs)")
     ap.add_argument("--prefix-only", action="store_true", help="only the MIOpen: / MIOpen(HIP): comparison")
+    ap.add_argument("--info", action="store_true", help="also a level-6 Info + Command log")
     ns = ap.parse_args(argv)
     print(f"load average before: {os.getloadavg()[0]:.2f}  cores: {os.cpu_count()}")
     cases = [] if ns.prefix_only else [("Command lines", ensure("command", ns.size, False)),
                                        ("API trace", ensure("trace55", ns.size, False))]
+    if ns.info and not ns.prefix_only:
+        cases.append(("level-6 Info + Command", ensure("info", ns.size, False)))
     if ns.prefix or ns.prefix_only:
         cases += [("Command lines, MIOpen(HIP) + elapsed", ensure("command", ns.size, True)),
                   ("Command lines, MIOpen: + elapsed", ensure("command", ns.size, True, bare=True))]
