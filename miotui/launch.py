@@ -189,18 +189,29 @@ class ExitGuard:
             if not ready:
                 self._leave(128 + (fired or signal.SIGTERM))       # the grace is over
             got = [b for b in os.read(self._read, 64) if b in self.SIGNALS]
-            if not got:
-                continue                       # another signal's wake-up byte (SIGWINCH ...)
             if fired is not None:
-                self._leave(128 + got[0])      # a second signal: no more waiting
+                got = [b for b in got if b != fired]   # closing a terminal can send SIGHUP twice: the
+                # sender's and the kernel's hangup, one event (else the job was killed unwarned)
+            if not got:
+                continue                       # another signal's wake-up byte (SIGWINCH ...), a repeat
+            if fired is not None:
+                self._leave(128 + got[0])      # a second, different signal: no more waiting
             fired = got[0]
             deadline = time.monotonic() + EXIT_GRACE_S
             if self.replay is not None:
                 threading.Thread(target=self.replay.cleanup, name="miotui-demo-stop", daemon=True).start()
             if self.job is not None:
-                threading.Thread(target=self.job.stop, args=(fired,), name="miotui-job-stop", daemon=True).start()
+                # here, before the app is asked to exit: whatever ends miotui next (the grace, a
+                # second signal), the job has had its signal first (stop only sends signals)
+                self._stop_job(fired)
             threading.Thread(target=self._request_exit, args=(128 + fired,), name="miotui-exit",
                              daemon=True).start()
+
+    def _stop_job(self, sig: int) -> None:
+        try:
+            self.job.stop(sig)
+        except Exception:  # the job is gone or going: miotui's exit must go on
+            pass
 
     def _request_exit(self, code: int) -> None:
         try:
