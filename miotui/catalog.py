@@ -169,6 +169,9 @@ class Catalog:
         self.formats: dict[str, None] = {}
         #: problems of rows made by ``carry_rows`` (empty for a catalog of a whole file)
         self.carried: set[Problem] = set()
+        #: how many times a row's latest annotation values changed: a scanner's replay of a
+        #: stretch of lines that asked ``has_latest`` holds while this holds (``RunPlan``)
+        self.annotation_changes = 0
 
     # ------------------------------------------------------------------ writing (scanner thread)
 
@@ -335,6 +338,7 @@ class Catalog:
             values = row.annotations[name] = []
         elif values[-1] == value:  # already the latest (the common case: a repeated call)
             return
+        self.annotation_changes += 1
         if value in values:
             values.remove(value)
         values.append(value)
@@ -431,6 +435,7 @@ class Catalog:
                 mine = self.kernel_time.get(source)
                 self.kernel_time[source] = kernel_time if mine is None else mine + kernel_time
             self.version += 1
+            self.annotation_changes += 1    # rows' annotations may have changed
 
     @staticmethod
     def _merge_row(row: _Row, later: _Row) -> None:

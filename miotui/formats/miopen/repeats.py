@@ -44,7 +44,10 @@ from miotui.formats.miopen.sink import CatalogSink
 PLAIN = 100
 
 _tid_of = attrgetter("tid")
+#: the sources of a call made by its Command line alone
+_COMMAND_ONLY = frozenset({"command"})
 _times_of = itemgetter(1)
+_count_of = attrgetter("count")
 #: whether a row's latest values are these (``Catalog.has_latest``, which needs no catalog
 #: instance: bound once, as every repeated level line asks it)
 _has_latest = Catalog.has_latest
@@ -209,34 +212,59 @@ class LineReplay:
         its other lines, so a run costs a few C-level passes instead of a Python step per
         line.  The run's plan (to replay the same run again, ``replay_plan``), or None, with
         nothing done, when a thread's state is not the common one."""
-        plan = RunPlan(run)
+        plan = RunPlan.of_run(run)
         return plan if self.replay_plan(plan, first) else None
 
+    def recorded_plan(self, first: int, tids: list[str]) -> Optional["RunPlan"]:
+        """The plan of the lines just replayed one by one from line ``first`` with nothing
+        unsettled before them (``LogScanner._record_stretch``: plain Command lines and the
+        level lines of their calls; ``tids``: their threads, each begun by a Command line):
+        what they left unsettled, each thread's current call and its sources, its last row,
+        and the catalog's annotation count their ``has_latest`` answers hold for.  None where
+        a thread's current call is not one Command line's."""
+        threads = []
+        for tid in tids:
+            cur = self._pending.get(tid)
+            if cur is None or len(cur) != 1:
+                return None
+            threads.append((tid, cur, frozenset(cur[0][2]), self._last_row[tid]))
+        calls = tuple((plain, plain.count, plain.last - first) for plain in self.unsettled)
+        return RunPlan(calls, tuple(threads), self.sink.annotation_changes())
+
     def replay_plan(self, plan: "RunPlan", first: int) -> bool:
-        """The run ``plan`` was made of, again, its first line on line ``first``: what
-        ``replay_run`` does, in a step per thread; the counts wait in the plan for ``settle``.
-        False, with nothing done, when a thread's state is not the common one."""
+        """The lines ``plan`` was made of, again, the first on line ``first``: what replaying
+        them did, in a step per thread; the counts wait in the plan for ``settle``.  False,
+        with nothing done, when a thread's state is not the common one, or when an annotation
+        changed since a plan that asked ``has_latest`` was made."""
+        if plan.annotations is not None and plan.annotations != self.sink.annotation_changes():
+            return False
         pending, find_open = self._pending, self._find_open
-        for tid, _plain in plan.last_of:
+        for tid, _cur, _sources, _row in plan.threads:
             cur = pending.get(tid)
             if tid in find_open or (cur is not None and not (len(cur) == 1 and "command" in cur[0][2])):
                 return False
         last_row = self._last_row
-        for tid, plain in plan.last_of:
-            # the thread's current call is its last in the run, a call of the Command line alone
+        for tid, cur, sources, row in plan.threads:
+            # the thread's current call is its last in the lines, with the sources it had there
             # (another plain line's ``sources`` is set again before it is current: ``replay_call``)
-            sources = plain.sources
-            if len(sources) != 1 or "command" not in sources:
-                sources.clear()
-                sources.add("command")
-            pending[tid] = plain.pending
-            last_row[tid] = plain.row
+            now = cur[0][2]
+            if now != sources:
+                now.clear()
+                now.update(sources)
+            pending[tid] = cur
+            last_row[tid] = row
         plan.times += 1
         plan.first = first
         if not plan.queued:
             plan.queued = True
             self.unsettled_plans.append(plan)
         return True
+
+    def rarest_unsettled(self) -> Optional[PlainLine]:
+        """The Command line replayed fewest times among those not yet settled (None: none):
+        where a level-6 log's stretches are cut (``stretches``)."""
+        calls = [plain for plain in self.unsettled if plain.how is COMMAND_CALL and plain.count]
+        return min(calls, key=_count_of) if calls else None
 
     def settle(self) -> None:
         """Add the replayed calls to their rows (before anyone reads the catalog)."""
@@ -256,25 +284,36 @@ class LineReplay:
 
 
 class RunPlan:
-    """What replaying one run of plain Command lines does (``LineReplay.replay_run``), worked
-    out once so that the same run met again costs a step per thread (``replay_plan``):
-    ``calls``: each line's ``PlainLine``, the times it is in the run and where in the run it
-    last is, in first-seen order; ``last_of``: each thread's last ``PlainLine`` in the run.
-    ``times``/``first``: runs replayed from this plan not yet added to the rows (``settle``),
-    the last of them from line ``first``."""
+    """What replaying some lines did (a run of plain Command lines, ``LineReplay.replay_run``,
+    or a stretch of them and their calls' level lines, ``recorded_plan``), worked out once so
+    that the same lines met again cost a step per thread (``replay_plan``): ``calls``: each
+    line's ``PlainLine``, the calls it counts and where in the lines it last is, in first-seen
+    order; ``threads``: each thread's current call after the lines (its bookkeeping entry and
+    that entry's sources) and its last row; ``annotations``: the catalog's annotation count the
+    lines' ``has_latest`` answers held for (None: none was asked).  ``times``/``first``: replays
+    from this plan not yet added to the rows (``settle``), the last of them from line ``first``."""
 
-    __slots__ = ("calls", "last_of", "times", "first", "queued")
+    __slots__ = ("calls", "threads", "annotations", "times", "first", "queued")
 
-    def __init__(self, run: list[PlainLine]) -> None:
-        last_at = dict(zip(run, range(len(run)), strict=True))
-        self.calls = tuple((plain, count, last_at[plain]) for plain, count in Counter(run).items())
-        self.last_of = tuple(dict(zip(map(_tid_of, run), run, strict=True)).items())
+    def __init__(self, calls: tuple, threads: tuple, annotations: Optional[int] = None) -> None:
+        self.calls = calls
+        self.threads = threads
+        self.annotations = annotations
         self.times = 0
         self.first = 0
         self.queued = False
 
+    @classmethod
+    def of_run(cls, run: list[PlainLine]) -> RunPlan:
+        """The plan of a run of plain Command lines: each thread's current call is its last
+        Command line's, of that line alone."""
+        last_at = dict(zip(run, range(len(run)), strict=True))
+        calls = tuple((plain, count, last_at[plain]) for plain, count in Counter(run).items())
+        last_of = dict(zip(map(_tid_of, run), run, strict=True))
+        return cls(calls, tuple((tid, plain.pending, _COMMAND_ONLY, plain.row) for tid, plain in last_of.items()))
+
     def rarest(self) -> int:
-        """Where in the run the line it holds fewest times last is (the first such line): the
-        line a scanner cuts stretches at (``stretches``), about once per training iteration
-        where the run is one iteration or more."""
-        return min(self.calls, key=_times_of)[2]
+        """Where in the lines the call line they count fewest times last is (the first such):
+        the line a scanner cuts stretches at (``stretches``), about once per training iteration
+        where the lines are one iteration or more."""
+        return min((c for c in self.calls if c[0].how is COMMAND_CALL), key=_times_of)[2]

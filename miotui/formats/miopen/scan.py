@@ -48,7 +48,7 @@ from miotui.formats.miopen.lines import (
     TEXT,
     cut_at_the_end,
 )
-from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, LineReplay
+from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, LineReplay, RunPlan
 from miotui.formats.miopen.sink import CatalogSink
 from miotui.formats.miopen.startup_lines import has_clock, read_perf_record, read_startup_line
 from miotui.formats.miopen.stretches import Stretch, StretchCache
@@ -118,6 +118,9 @@ class LogScanner:
         self.block_cache = BlockCache()
         self.replay = LineReplay(self.calls, self.lines, self.sink)
         self.stretches = StretchCache()
+        #: lines that went the general way in ``_each_line`` (a stretch whose lines all were
+        #: replayed gets a plan: ``_record_stretch``)
+        self.general_lines = 0
 
     @property
     def catalog(self) -> Catalog:
@@ -347,8 +350,9 @@ class LogScanner:
 
     def _stretch(self, text: str) -> None:
         """Whole lines (``text`` ends with their last "\\n") from the anchor line to the next:
-        replayed by the plan of the same text met before, else line by line (and their plan
-        kept where they were all plain Command lines replayed as one run)."""
+        replayed by the plan of the same text met before, else read and their plan kept
+        (``stretches``): a run of plain Command lines replayed at once, or Command and level
+        lines read one by one and recorded; else line by line."""
         stretches = self.stretches
         known = stretches.get(text)
         if known is not None and self._routing_is_common() and self.replay.replay_plan(known.plan, self.line_no + 1):
@@ -359,7 +363,7 @@ class LogScanner:
             return
         lines = text.split("\n")
         lines.pop()   # the "" after the last "\n"
-        if known is None and len(lines) >= MIN_RUN and self._routing_is_common():
+        if len(lines) >= MIN_RUN and self._routing_is_common():
             run = list(map(self.lines.calls.get, lines))
             if None not in run:
                 plan = self.replay.replay_run(run, self.line_no + 1)
@@ -369,8 +373,55 @@ class LogScanner:
                     self._last_line = lines[-1]
                     stretches.keep(text, Stretch(plan, len(lines), lines[-1]))
                     return
+            else:
+                tids = self._stretch_threads(lines)
+                if tids:    # Command lines and their calls' level lines (a level-6 log)
+                    plan = self._record_stretch(lines, tids)
+                    if plan is None:
+                        stretches.miss(self.line_no)
+                    else:
+                        stretches.keep(text, Stretch(plan, len(lines), lines[-1]))
+                    return
         stretches.miss(self.line_no)
         self._process_lines(lines)
+
+    def _stretch_threads(self, lines: list[str]) -> list[str]:
+        """The threads of ``lines`` where every line is a plain line (``repeats``) or noise and
+        each thread's first plain line is a Command line that is a call of its own (what the
+        lines then do depends on no state before them but the threads' being common, checked
+        by ``LineReplay.replay_plan``); else none."""
+        entries = self.lines.entries
+        threads: dict[str, None] = {}
+        for line in lines:
+            c = entries.get(line)
+            if c is None:
+                return []
+            kind = c[0]
+            if kind == NOISE:
+                continue
+            if kind != PLAIN:
+                return []
+            plain = c[2]
+            if plain.tid not in threads:
+                if plain.how is not COMMAND_CALL:
+                    return []
+                threads[plain.tid] = None
+        return list(threads)
+
+    def _record_stretch(self, lines: list[str], tids: list[str]) -> Optional[RunPlan]:
+        """``lines`` (see ``_stretch_threads``) read one by one, and what they did as a plan
+        (``LineReplay.recorded_plan``) where every line was replayed (none went the general
+        way); None where one did."""
+        replay = self.replay
+        if replay.unsettled or replay.unsettled_plans:
+            replay.settle()     # what the lines leave unsettled is then theirs alone
+        general = self.general_lines
+        first = self.line_no + 1
+        self._each_line(lines, settle=False)
+        plan = replay.recorded_plan(first, tids) if self.general_lines == general else None
+        if replay.unsettled:
+            replay.settle()
+        return plan
 
     def _process_lines(self, lines: list[str]) -> None:
         """Lines one by one, except runs of repeated Command lines that are calls of their own
@@ -382,7 +433,18 @@ class LogScanner:
         run = list(map(by_text.get, lines))      # each line's plain call, or None
         end = len(lines)
         if run.count(None) > end // 4:   # level-6 logs: a call line, then its info line
-            self._each_line(lines)
+            general = self.general_lines
+            self._each_line(lines, settle=False)
+            # an anchor from lines nearly all replayed: their counts are an iteration's, not
+            # those of the first iterations' lines still being learnt
+            if end >= ANCHOR_RUN and self.general_lines - general < end // 16 and \
+                    self.stretches.may_pick(self.line_no):
+                rarest = self.replay.rarest_unsettled()
+                line = next((line for line in lines if by_text.get(line) is rarest), None) if rarest else None
+                if line is not None:
+                    self.stretches.pick(line)
+            if self.replay.unsettled:
+                self.replay.settle()
             return
         start = i = 0
         while i < end:
@@ -411,7 +473,10 @@ class LogScanner:
         if self.replay.unsettled:
             self.replay.settle()
 
-    def _each_line(self, lines: list[str]) -> None:
+    def _each_line(self, lines: list[str], settle: bool = True) -> None:
+        """Lines one by one: a plain line replayed (``repeats``), the others dispatched by
+        kind; the replayed calls settled at the end unless ``settle`` is False (the caller
+        reads them first)."""
         cache = self.lines.entries
         classify_new = self.lines.classify_new
         blocks = self._blocks
@@ -455,9 +520,10 @@ class LogScanner:
                 c = c[1]
                 kind = c[0]
             self.line_no = n
+            self.general_lines += 1
             self._dispatch(kind, c, line, n)
             common = self._routing_is_common()
-        if replay.unsettled:
+        if settle and replay.unsettled:
             replay.settle()
         self.line_no = n
         self.sink.read_lines(len(lines))

@@ -58,6 +58,10 @@ class CatalogSink:
     def has_latest(self, row: LayerRow, pairs: Iterable[tuple[str, str]]) -> bool:
         return self.catalog.has_latest(row, pairs)
 
+    def annotation_changes(self) -> int:
+        """The catalog's count of changed annotation values (``Catalog.annotation_changes``)."""
+        return self.catalog.annotation_changes
+
     def problem_of(self, row: LayerRow) -> Problem:
         return self.catalog.problem_of(row)
 

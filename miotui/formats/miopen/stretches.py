@@ -1,24 +1,29 @@
 """A training log's iterations recognised by their text: the scanner's fast path for long
-stretches of Command lines.
+stretches of Command lines (and of their calls' level lines, at ``MIOPEN_LOG_LEVEL`` 6).
 
 A Command-line log repeats one iteration's few hundred lines thousands of times.  The
-repeated-line replay (``repeats``) already does each such line in a few C-level passes, but
-it still splits the text into lines and looks each up: about two thirds of the scan.  Here
-the text is cut instead at one line that comes about once per iteration (the *anchor*: the
-rarest line of a long run of plain Command lines, picked by the scanner), and each stretch
-from one anchor to the next (or to the end of the text the scanner was handed, such as the
-stretch before a progress bar's ``\\r``) is looked up whole: one hash and one compare.  A
-stretch met before whose lines were all plain calls is replayed by its ``RunPlan``: the
-same counts, last lines and per-thread state as replaying its lines one run at a time.
+repeated-line replay (``repeats``) already does each such line in a few dictionary
+operations, but it still splits the text into lines and looks each up: about two thirds of
+the scan.  Here the text is cut instead at one line that comes about once per iteration (the
+*anchor*: the rarest Command line of a long run of replayed lines, picked by the scanner),
+and each stretch from one anchor to the next (or to the end of the text the scanner was
+handed at a progress bar's ``\r``) is looked up whole: one hash and one compare.  A stretch
+met before is replayed by its ``RunPlan``: the same counts, last lines and per-thread state
+as replaying its lines.  A stretch of Command lines alone gets its plan from the run of them
+(``LineReplay.replay_run``); one with level lines (an invoker line, ``algo = 5``) is read
+line by line once and its plan recorded from what that left (``LogScanner._record_stretch``),
+where every line was replayed and each thread began with a Command line; as those level lines
+asked whether a value is a layer's latest, such a plan holds only while no annotation of
+the catalog changed.
 
 It is only a cache: a stretch not met before, or met in a state that is not the common one,
 goes the line way, and the catalog is the same either way (the tests decode every log both
-ways).  A log that does not repeat this way (the anchor's stretches keep differing) loses the
-anchor after a few misses, and a new one is tried only after many more lines, so such a log
-pays a hash per stretch for a while and then nothing.  Bounded: stretches of more than
-``MAX_STRETCH_CHARS`` are not kept, a stretch is kept only when met a second time (a stretch
-cut short by a progress bar that comes at random is met once), and the cache is emptied past
-``MAX_CHARS``.
+ways, and compare what the app shows after each chunk).  A log that does not repeat this
+way (the anchor's stretches keep differing) loses the anchor after a few misses, and a new
+one is tried only after many more lines, so such a log pays a hash per stretch for a while
+and then nothing.  Bounded: stretches of more than ``MAX_STRETCH_CHARS`` are not kept, a
+stretch is kept only when met a second time (a stretch cut short by a progress bar that
+comes at random is met once), and the cache is emptied past ``MAX_CHARS``.
 """
 
 from __future__ import annotations
