@@ -321,12 +321,13 @@ def test_the_bare_prefix_takes_the_fast_path():
         assert "MIOpenDriver conv" in fast[0]
 
 
-def test_a_command_log_replayed_by_stretches_splits_the_same(tmp_path):
-    """A Command-line log big enough that each range replays its iterations by their text
-    (``formats.miopen.stretches``: a range's warm-up starts a fresh cache): the ranges give the
-    serial catalog, and the serial scan did take that path."""
+@pytest.mark.parametrize("fmt", ["command", "info"])
+def test_a_log_replayed_by_stretches_splits_the_same(tmp_path, fmt):
+    """A Command-line or level-6 log big enough that each range replays its iterations by
+    their text (``formats.miopen.stretches``: a range's warm-up starts a fresh cache): the
+    ranges give the serial catalog, and the serial scan did take that path."""
     from miotui.formats.miopen.scan import LogScanner
-    text = generate_text(SampleSpec(format="command", size=6_000_000, seed=5))
+    text = generate_text(SampleSpec(format=fmt, size=6_000_000, seed=5))
     path = tmp_path / "train.log"
     path.write_text(text, encoding="utf-8")
     serial = decode_paths([str(path)])
