@@ -89,9 +89,12 @@ class StretchCache:
         return self.by_text.get(text)
 
     def keep(self, text: str, stretch: Stretch) -> None:
-        """A stretch whose lines were one replayed run: kept the second time it is met, to be
-        replayed by its plan when met again."""
+        """A stretch whose lines were all replayed, with its plan: kept the second time it is
+        met (or in place of its old plan, which no longer held), to be replayed when met again."""
         if len(text) > MAX_STRETCH_CHARS:
+            return
+        if text in self.by_text:
+            self.by_text[text] = stretch
             return
         key = hash(text)    # computed once per string: ``get`` asked it already
         if key not in self.seen:
