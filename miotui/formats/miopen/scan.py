@@ -51,7 +51,7 @@ from miotui.formats.miopen.lines import (
 from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, LineReplay, RunPlan
 from miotui.formats.miopen.sink import CatalogSink
 from miotui.formats.miopen.startup_lines import has_clock, read_perf_record, read_startup_line
-from miotui.formats.miopen.stretches import Stretch, StretchCache
+from miotui.formats.miopen.stretches import Stretch, StretchCache, stretch_threads
 from miotui.formats.miopen.whole_blocks import MAX_BLOCK_LINES, BlockCache
 from miotui.sources import MAX_LINE
 
@@ -374,7 +374,7 @@ class LogScanner:
                     stretches.keep(text, Stretch(plan, len(lines), lines[-1]))
                     return
             else:
-                tids = self._stretch_threads(lines)
+                tids = stretch_threads(lines, self.lines.entries)
                 if tids:    # Command lines and their calls' level lines (a level-6 log)
                     plan = self._record_stretch(lines, tids)
                     if plan is None:
@@ -385,31 +385,8 @@ class LogScanner:
         stretches.miss(self.line_no)
         self._process_lines(lines)
 
-    def _stretch_threads(self, lines: list[str]) -> list[str]:
-        """The threads of ``lines`` where every line is a plain line (``repeats``) or noise and
-        each thread's first plain line is a Command line that is a call of its own (what the
-        lines then do depends on no state before them but the threads' being common, checked
-        by ``LineReplay.replay_plan``); else none."""
-        entries = self.lines.entries
-        threads: dict[str, None] = {}
-        for line in lines:
-            c = entries.get(line)
-            if c is None:
-                return []
-            kind = c[0]
-            if kind == NOISE:
-                continue
-            if kind != PLAIN:
-                return []
-            plain = c[2]
-            if plain.tid not in threads:
-                if plain.how is not COMMAND_CALL:
-                    return []
-                threads[plain.tid] = None
-        return list(threads)
-
     def _record_stretch(self, lines: list[str], tids: list[str]) -> Optional[RunPlan]:
-        """``lines`` (see ``_stretch_threads``) read one by one, and what they did as a plan
+        """``lines`` (see ``stretches.stretch_threads``) read one by one, and what they did as a plan
         (``LineReplay.recorded_plan``) where every line was replayed (none went the general
         way); None where one did."""
         replay = self.replay

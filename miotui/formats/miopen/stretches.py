@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from miotui.formats.miopen.repeats import RunPlan
+from miotui.formats.miopen.lines import NOISE
+from miotui.formats.miopen.repeats import COMMAND_CALL, PLAIN, RunPlan
 
 #: the longest stretch kept (a whole iteration of a big model's Command lines is ~100 KB)
 MAX_STRETCH_CHARS = 4 << 20
@@ -127,3 +128,27 @@ class StretchCache:
         self.by_text.clear()
         self.seen.clear()
         self.chars = 0
+
+
+def stretch_threads(lines: list[str], entries: dict[str, tuple]) -> list[str]:
+    """The threads of ``lines`` where every line is a plain line (``repeats``; ``entries``:
+    the scanner's line cache) or noise and each thread's first plain line is a Command line
+    that is a call of its own: what the lines then do depends on no state before them but
+    the threads' being common (``LineReplay.replay_plan`` checks that), so reading them once
+    can make their plan (``LogScanner._record_stretch``).  Else none."""
+    threads: dict[str, None] = {}
+    for line in lines:
+        c = entries.get(line)
+        if c is None:
+            return []
+        kind = c[0]
+        if kind == NOISE:
+            continue
+        if kind != PLAIN:
+            return []
+        plain = c[2]
+        if plain.tid not in threads:
+            if plain.how is not COMMAND_CALL:
+                return []
+            threads[plain.tid] = None
+    return list(threads)
