@@ -22,8 +22,10 @@ LOGS = sorted(p for p in [*(ROOT / "sample_logs").glob("*.log"), *(ROOT / "tests
                           *(ROOT / "tests/data/regress").iterdir()] if p.is_file() and p.suffix != ".gz")
 
 
-def decode(data: bytes, whole_blocks: bool, chunks: list[int] = (), repeat_lines: bool | None = None) -> tuple[dict, int]:
-    """``whole_blocks`` switches both fast paths unless ``repeat_lines`` says otherwise."""
+def decode(data: bytes, whole_blocks: bool, chunks: list[int] = (),
+           repeat_lines: bool | None = None) -> tuple[dict, LogScanner]:
+    """What a reader sees of ``data`` fed in ``chunks`` (then the rest), and the scanner;
+    ``whole_blocks`` switches both fast paths unless ``repeat_lines`` says otherwise."""
     catalog = Catalog()
     scanner = LogScanner(catalog)
     scanner.whole_blocks = whole_blocks
@@ -34,7 +36,7 @@ def decode(data: bytes, whole_blocks: bool, chunks: list[int] = (), repeat_lines
         pos += size
     scanner.feed(data[pos:])
     scanner.finish()
-    return _seen(catalog), scanner.whole_block_hits
+    return _seen(catalog), scanner
 
 
 def _seen(catalog: Catalog) -> dict:
@@ -108,8 +110,8 @@ def test_every_cr_ends_one_line_and_crlf_is_one_end(text):
 
 def test_repeated_blocks_take_the_whole_block_path_and_count_every_call():
     lines = set_tensor(1, "8 16 14 14", "3136 196 14 1") + conv() * 50
-    out, hits = decode(("\n".join(lines) + "\n").encode(), True)
-    assert hits >= 48
+    out, scanner = decode(("\n".join(lines) + "\n").encode(), True)
+    assert scanner.whole_block_hits >= 48
     [layer] = out["layers"]
     assert layer["executions"] == 50 and layer["dtype"] == "fp32" and layer["first_line"] == 8
 
@@ -131,8 +133,8 @@ def test_old_blocks_with_bare_bodies_take_the_whole_block_path():
              + ["miopenConvolutionForward: ./bin/MIOpenDriver conv -n 8 -c 16 -H 14 -W 14 -k 32 -y 3 -x 3 "
                 "-p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -t 1"]) * 20
     data = ("\n".join(lines) + "\n").encode()
-    out, hits = decode(data, True)
-    assert hits >= 18 and out == decode(data, False)[0]
+    out, scanner = decode(data, True)
+    assert scanner.whole_block_hits >= 18 and out == decode(data, False)[0]
     assert [layer["executions"] for layer in out["layers"]] == [20]
 
 
@@ -310,13 +312,8 @@ def _training_log(iteration: list[int], iterations: int, between: dict[int, list
 
 
 def _scan(data: bytes, fast: bool, chunk: int) -> tuple[dict, LogScanner]:
-    catalog = Catalog()
-    scanner = LogScanner(catalog)
-    scanner.whole_blocks = scanner.repeat_lines = fast
-    for pos in range(0, len(data), chunk):
-        scanner.feed(data[pos:pos + chunk])
-    scanner.finish()
-    return _seen(catalog), scanner
+    """``decode`` in chunks of ``chunk`` bytes."""
+    return decode(data, fast, [chunk] * ((len(data) - 1) // chunk))
 
 
 _ITERATION = [1, 2, 3, 1, 2, 4, 5, 6, 7, 8] * 12 + [9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]

@@ -356,9 +356,7 @@ class LogScanner:
         stretches = self.stretches
         known = stretches.get(text)
         if known is not None and self._routing_is_common() and self.replay.replay_plan(known.plan, self.line_no + 1):
-            self.line_no += known.lines
-            self.sink.read_lines(known.lines)
-            self._last_line = known.last_line
+            self._replayed(known.lines, known.last_line)
             stretches.hit()
             return
         lines = text.split("\n")
@@ -368,9 +366,7 @@ class LogScanner:
             if None not in run:
                 plan = self.replay.replay_run(run, self.line_no + 1)
                 if plan is not None:
-                    self.line_no += len(lines)
-                    self.sink.read_lines(len(lines))
-                    self._last_line = lines[-1]
+                    self._replayed(len(lines), lines[-1])
                     stretches.keep(text, Stretch(plan, len(lines), lines[-1]))
                     return
             else:
@@ -399,6 +395,12 @@ class LogScanner:
         if replay.unsettled:
             replay.settle()
         return plan
+
+    def _replayed(self, count: int, last_line: str) -> None:
+        """``count`` lines replayed at once (a run, a stretch), the last of them ``last_line``."""
+        self.line_no += count
+        self.sink.read_lines(count)
+        self._last_line = last_line
 
     def _process_lines(self, lines: list[str]) -> None:
         """Lines one by one, except runs of repeated Command lines that are calls of their own
@@ -436,9 +438,7 @@ class LogScanner:
                 if plan is not None:
                     if k - i >= ANCHOR_RUN and self.stretches.may_pick(self.line_no):
                         self.stretches.pick(lines[i + plan.rarest()])
-                    self.line_no += k - i
-                    self.sink.read_lines(k - i)
-                    self._last_line = lines[k - 1]
+                    self._replayed(k - i, lines[k - 1])
                     start = k
                 else:   # the first line the general way, then look again
                     self._each_line(lines[i:i + 1])
